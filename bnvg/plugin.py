@@ -1,0 +1,296 @@
+"""The pytest plugin: writes captures/results.log from the claims that passed.
+
+Each claim declares the log lines it owns with `@pytest.mark.log_lines("S2 max slope", ...)`
+and fills them through the `results_log` fixture once it has verified them. The text rides on
+the test report (`user_properties`), so under pytest-xdist it travels to the controller, the
+only process that writes. At the end of the session the plugin lays the lines out as the
+workshop script does (`bnvg.layout`), so every line keeps the number the text cites:
+
+- a line whose claim passed holds the verified text;
+- a line whose claim failed, or that no claim filled, holds a `[not verified: ...]` marker;
+- a run that left lines unfilled (-k, -m, -x, an interrupt) never replaces a complete log;
+- the file is replaced atomically, so an interrupted write leaves the previous log whole.
+
+The plugin also pins torch to one intra-op thread in every process: the thread count changes
+training results, and the log must not depend on the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
+
+import pytest
+
+from bnvg import layout as log_layout
+
+OWNS = "bnvg log owns"  # user_properties name: the keys a claim owns (set at setup)
+LINE = "bnvg log line"  # user_properties name: one verified (key, text)
+NOT_VERIFIED = "[not verified"
+
+
+@dataclass
+class ClaimOutcome:
+    """What the controller learned about one claim from its reports."""
+
+    owns: tuple[str, ...] = ()
+    lines: dict[str, str] = field(default_factory=dict)
+    failed: bool = False
+    passed: bool = False
+
+
+@dataclass
+class LogAssembly:
+    """The lines of one session's log and how complete they are."""
+
+    text: str
+    verified: int
+    failed: int
+    missing: int
+
+    @property
+    def complete(self) -> bool:
+        return self.failed == 0 and self.missing == 0
+
+
+class ResultsLogWriter:
+    """Collects verified lines from reports (controller only) and writes the log once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.claims: dict[str, ClaimOutcome] = {}
+        self.summary: str | None = None
+
+    # -- hooks (the writer is registered as a plugin on the controller) ---------------------
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Called on the controller for xdist workers' reports too."""
+        self.add_report(report)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.finish(session.config.rootpath)
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.summary:
+            terminalreporter.write_sep("-", "results.log")
+            terminalreporter.write_line(self.summary)
+
+    # -- collecting ------------------------------------------------------------------------
+    def add_report(self, report: pytest.TestReport) -> None:
+        claim = self.claims.setdefault(report.nodeid, ClaimOutcome())
+        for name, value in report.user_properties:
+            if name == OWNS:
+                claim.owns = tuple(cast("Iterable[str]", value))
+            elif name == LINE:
+                key, text = cast("tuple[str, str]", value)
+                claim.lines[key] = text
+        if report.failed:
+            claim.failed = True
+        elif report.when == "call" and report.passed:
+            claim.passed = True
+
+    # -- assembling ------------------------------------------------------------------------
+    def assemble(self) -> LogAssembly:
+        verified: dict[str, str] = {}
+        failed_by: dict[str, str] = {}
+        for nodeid, claim in self.claims.items():
+            if claim.failed:
+                failed_by.update((key, nodeid) for key in claim.owns)
+            elif claim.passed:
+                verified.update(claim.lines)
+        out: list[str] = []
+        counts = {"verified": 0, "failed": 0, "missing": 0}
+        for line in log_layout.layout():
+            if isinstance(line, str):
+                out.append(line)
+            elif line.key in verified:
+                out.append(verified[line.key])
+                counts["verified"] += 1
+            elif line.key in failed_by:
+                out.append(f"  {NOT_VERIFIED}: {line.key} -- {failed_by[line.key]} failed]")
+                counts["failed"] += 1
+            else:
+                out.append(f"  {NOT_VERIFIED}: {line.key} -- no claim ran]")
+                counts["missing"] += 1
+        return LogAssembly(text="".join(f"{line}\n" for line in out), **counts)
+
+    def existing_is_complete(self) -> bool:
+        try:
+            text = self.path.read_text()
+        except (OSError, UnicodeDecodeError):
+            return False
+        return NOT_VERIFIED not in text and len(text.splitlines()) == len(log_layout.layout())
+
+    # -- writing ---------------------------------------------------------------------------
+    def finish(self, rootdir: Path) -> None:
+        if not self.claims:
+            return  # nothing ran: leave the log alone, say nothing
+        log = self.assemble()
+        shown = _relative(self.path, rootdir)
+        n_claims = sum(1 for c in self.claims.values() if c.passed and c.lines)
+        if log.missing and self.existing_is_complete():
+            self.summary = (
+                f"kept {shown}: this run filled {log.verified} of "
+                f"{log.verified + log.failed + log.missing} claim lines, and a partial log "
+                "never replaces a complete one (run `pytest claims/` to rewrite it)"
+            )
+            return
+        atomic_write(self.path, log.text)
+        state = (
+            "complete"
+            if log.complete
+            else (f"incomplete: {log.failed} lines failed, {log.missing} not run")
+        )
+        self.summary = (
+            f"wrote {shown}: {log.verified} verified lines from {n_claims} passing claims ({state})"
+        )
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write `text` to `path` so that readers see the old file or the new one, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
+
+
+# -- the claim-facing fixture -----------------------------------------------------------------
+
+
+class ResultsLog:
+    """What a claim uses to hand its verified lines to the log."""
+
+    def __init__(self, item: pytest.Item) -> None:
+        self._item = item
+        self._owns = owned_keys(item)
+
+    def write(self, key: str, text: str) -> None:
+        """Fill the log line `key` (declared in this claim's `log_lines` mark) with `text`."""
+        __tracebackhide__ = True
+        if key not in self._owns:
+            raise pytest.UsageError(
+                f"{self._item.nodeid} writes log line {key!r} but its log_lines mark "
+                f"declares only {list(self._owns)}"
+            )
+        self._item.user_properties.append((LINE, (key, text)))
+
+    def write_all(self, lines: Iterable[tuple[str, str]]) -> None:
+        for key, text in lines:
+            self.write(key, text)
+
+
+def owned_keys(item: pytest.Item) -> tuple[str, ...]:
+    return tuple(key for mark in item.iter_markers("log_lines") for key in mark.args)
+
+
+@pytest.fixture
+def results_log(request: pytest.FixtureRequest) -> ResultsLog:
+    """Hands a claim's verified lines to captures/results.log."""
+    return ResultsLog(request.node)
+
+
+# -- hooks ------------------------------------------------------------------------------------
+
+WRITER = pytest.StashKey[ResultsLogWriter]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("bnvg", "bnvg: the executable workshop")
+    group.addoption(
+        "--results-log",
+        dest="bnvg_results_log",
+        metavar="PATH",
+        default=None,
+        help="where to write the log assembled from the passing claims "
+        "(default: captures/results.log under the rootdir)",
+    )
+    group.addoption(
+        "--diagrams",
+        dest="bnvg_diagrams",
+        metavar="DIR",
+        default=None,
+        help="where the claims draw the workshop's figures (default: diagrams/ under the rootdir)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "log_lines(*keys): the results.log lines this claim owns (see bnvg.layout.slot_keys())",
+    )
+    # One intra-op thread in every process, controller and xdist workers alike: the thread
+    # count changes the training-end numbers.
+    import torch
+
+    torch.set_num_threads(1)
+    if not hasattr(config, "workerinput"):
+        writer = ResultsLogWriter(results_log_path(config))
+        config.stash[WRITER] = writer
+        config.pluginmanager.register(writer, "bnvg-results-log")
+
+
+def results_log_path(config: pytest.Config) -> Path:
+    option = config.getoption("bnvg_results_log")
+    return Path(option) if option else config.rootpath / "captures" / "results.log"
+
+
+def diagrams_path(config: pytest.Config) -> Path:
+    option = config.getoption("bnvg_diagrams")
+    return Path(option) if option else config.rootpath / "diagrams"
+
+
+@pytest.fixture(scope="session")
+def diagrams_dir(pytestconfig: pytest.Config) -> Path:
+    """The folder the claims draw their figures into."""
+    path = diagrams_path(pytestconfig)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Refuse a suite in which a log line has no valid name or two owners."""
+    valid = set(log_layout.slot_keys())
+    owner: dict[str, str] = {}
+    for item in items:
+        for key in owned_keys(item):
+            if key not in valid:
+                raise pytest.UsageError(
+                    f"{item.nodeid} owns log line {key!r}, which results.log does not have; "
+                    "valid names are listed by bnvg.layout.slot_keys()"
+                )
+            if key in owner:
+                raise pytest.UsageError(
+                    f"log line {key!r} is owned by both {owner[key]} and {item.nodeid}"
+                )
+            owner[key] = item.nodeid
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    keys = owned_keys(item)
+    if keys:
+        item.user_properties.append((OWNS, keys))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    writer = config.stash.get(WRITER, None)
+    if writer is not None:
+        del config.stash[WRITER]
+        config.pluginmanager.unregister(writer)
