@@ -61,7 +61,7 @@ def layout(workshop: Workshop = WORKSHOP) -> tuple[Line, ...]:
     lines: list[Line] = [
         fmt.RULE,
         "Batch Norm vs Vanishing Gradients -- experiment log",
-        fmt.versions(workshop),
+        Slot("versions"),
         fmt.network(workshop),
         fmt.RULE,
         "",

@@ -8,15 +8,15 @@ quoted number. Each function returns one line, without its newline.
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import numpy as np
-import torch
+from typing import TYPE_CHECKING
 
 from bnvg.config import WORKSHOP, Workshop
-from bnvg.eval_bug import EvalBug
-from bnvg.measure import AtInit, LayerStats
-from bnvg.sigmoid_facts import LogitGradient, SlopeCurve
-from bnvg.train import History
+
+if TYPE_CHECKING:  # only the types: the log's layout must load without torch (see plugin)
+    from bnvg.eval_bug import EvalBug
+    from bnvg.measure import AtInit, LayerStats
+    from bnvg.sigmoid_facts import LogitGradient, SlopeCurve
+    from bnvg.train import History
 
 RULE = "=" * 72
 
@@ -29,8 +29,8 @@ def percent(fraction: float) -> str:
 # -- header -------------------------------------------------------------------------------------
 
 
-def versions(workshop: Workshop = WORKSHOP) -> str:
-    return f"torch {torch.__version__} | numpy {np.__version__} | seed {workshop.seed}"
+def versions(torch_version: str, numpy_version: str, seed: int) -> str:
+    return f"torch {torch_version} | numpy {numpy_version} | seed {seed}"
 
 
 def network(workshop: Workshop = WORKSHOP) -> str:

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
@@ -60,10 +60,11 @@ class LogAssembly:
 class ResultsLogWriter:
     """Collects verified lines from reports (controller only) and writes the log once."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, trained: list[str]) -> None:
         self.path = path
         self.claims: dict[str, ClaimOutcome] = {}
         self.summary: str | None = None
+        self.trained = trained  # this process's training ledger; workers' are added to it
 
     # -- hooks (the writer is registered as a plugin on the controller) ---------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -73,10 +74,19 @@ class ResultsLogWriter:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.finish(session.config.rootpath)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """An xdist worker finished: add the runs it trained to the session's ledger."""
+        self.trained.extend(getattr(node, "workeroutput", {}).get(TRAINED_OUTPUT, []))
+
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.summary:
             terminalreporter.write_sep("-", "results.log")
             terminalreporter.write_line(self.summary)
+        if self.trained:
+            terminalreporter.write_line(
+                f"trained {len(self.trained)} networks this session: " + "; ".join(self.trained)
+            )
 
     # -- collecting ------------------------------------------------------------------------
     def add_report(self, report: pytest.TestReport) -> None:
@@ -126,8 +136,8 @@ class ResultsLogWriter:
 
     # -- writing ---------------------------------------------------------------------------
     def finish(self, rootdir: Path) -> None:
-        if not self.claims:
-            return  # nothing ran: leave the log alone, say nothing
+        if not any(claim.owns for claim in self.claims.values()):
+            return  # no claim ran (or these are not claims): leave the log alone, say nothing
         log = self.assemble()
         shown = _relative(self.path, rootdir)
         n_claims = sum(1 for c in self.claims.values() if c.passed and c.lines)
@@ -209,6 +219,13 @@ def results_log(request: pytest.FixtureRequest) -> ResultsLog:
 # -- hooks ------------------------------------------------------------------------------------
 
 WRITER = pytest.StashKey[ResultsLogWriter]()
+TRAINED = pytest.StashKey[list[str]]()  # names of the runs this process trained
+TRAINED_OUTPUT = "bnvg_trained"  # the same list, shipped from an xdist worker
+
+
+def training_ledger(config: pytest.Config) -> list[str]:
+    """The list every training run of this process is recorded in (see `RunCache.on_train`)."""
+    return config.stash[TRAINED]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -235,15 +252,21 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "log_lines(*keys): the results.log lines this claim owns (see bnvg.layout.slot_keys())",
     )
-    # One intra-op thread in every process, controller and xdist workers alike: the thread
-    # count changes the training-end numbers.
-    import torch
+    # One intra-op thread in every process that computes: the thread count changes the
+    # training-end numbers. An xdist controller computes nothing, and skips importing torch.
+    if not is_xdist_controller(config):
+        import torch
 
-    torch.set_num_threads(1)
+        torch.set_num_threads(1)
+    config.stash[TRAINED] = []
     if not hasattr(config, "workerinput"):
-        writer = ResultsLogWriter(results_log_path(config))
+        writer = ResultsLogWriter(results_log_path(config), config.stash[TRAINED])
         config.stash[WRITER] = writer
         config.pluginmanager.register(writer, "bnvg-results-log")
+
+
+def is_xdist_controller(config: pytest.Config) -> bool:
+    return not hasattr(config, "workerinput") and getattr(config.option, "dist", "no") != "no"
 
 
 def results_log_path(config: pytest.Config) -> Path:
@@ -277,9 +300,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                     "valid names are listed by bnvg.layout.slot_keys()"
                 )
             if key in owner:
-                raise pytest.UsageError(
-                    f"log line {key!r} is owned by both {owner[key]} and {item.nodeid}"
-                )
+                first, second = sorted([owner[key], item.nodeid])
+                raise pytest.UsageError(f"log line {key!r} is owned by both {first} and {second}")
             owner[key] = item.nodeid
 
 
@@ -287,6 +309,29 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     keys = owned_keys(item)
     if keys:
         item.user_properties.append((OWNS, keys))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    if hasattr(config, "workerinput"):
+        trained: list[str] = config.stash[TRAINED]
+        config.workeroutput[TRAINED_OUTPUT] = trained  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` (the default in pyproject.toml) runs a full suite on every core, but a
+    narrowed selection in this one process: `-k`, `-m`, a test file or a node id needs a
+    few claims, and starting workers (each importing torch) would cost more than it saves.
+    PYTEST_XDIST_AUTO_NUM_WORKERS still decides when set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    narrowed = (
+        config.option.keyword
+        or config.option.markexpr
+        or any("::" in arg or Path(arg).is_file() for arg in config.args)
+    )
+    return 0 if narrowed else None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -9,6 +9,7 @@ from bnvg import logformat as fmt
 LN2 = math.log(2)
 
 
+@pytest.mark.runs("plain")
 @pytest.mark.log_lines("S6 plain", "S6 chance")
 def test_plain_net_never_reaches_90_percent_and_ends_near_ln_2(runs, results_log, snapshot):
     """Workshop: "plain: final train loss = 0.6926, final test acc = 51.5%, first >=90%: never": after
@@ -26,6 +27,7 @@ def test_plain_net_never_reaches_90_percent_and_ends_near_ln_2(runs, results_log
     results_log.write("S6 chance", fmt.chance(LN2))
 
 
+@pytest.mark.runs("batch norm")
 @pytest.mark.log_lines("S6 batch norm")
 def test_batch_norm_net_reaches_90_percent_by_step_100_and_ends_at_100_percent(
     runs, results_log, snapshot
@@ -43,6 +45,7 @@ def test_batch_norm_net_reaches_90_percent_by_step_100_and_ends_at_100_percent(
     results_log.write("S6 batch norm", fmt.run_summary("with batch norm", h))
 
 
+@pytest.mark.runs("plain", "batch norm")
 @pytest.mark.log_lines("plot loss_curves.png")
 def test_loss_curves_figure_is_drawn(runs, workshop, figures, diagrams_dir, results_log, png):
     """Figure: "Training loss: plain vs batch norm", the plain curve flat at ln 2."""
@@ -51,6 +54,7 @@ def test_loss_curves_figure_is_drawn(runs, workshop, figures, diagrams_dir, resu
     results_log.write("plot loss_curves.png", fmt.plot_saved("loss_curves.png"))
 
 
+@pytest.mark.runs("plain", "batch norm")
 @pytest.mark.log_lines("plot accuracy_curves.png")
 def test_accuracy_curves_figure_is_drawn(runs, workshop, figures, diagrams_dir, results_log, png):
     """Figure: "Test accuracy: plain vs batch norm"."""
@@ -59,6 +63,7 @@ def test_accuracy_curves_figure_is_drawn(runs, workshop, figures, diagrams_dir, 
     results_log.write("plot accuracy_curves.png", fmt.plot_saved("accuracy_curves.png"))
 
 
+@pytest.mark.runs("plain", "batch norm")
 @pytest.mark.log_lines("plot decision_boundaries.png")
 def test_decision_boundaries_figure_is_drawn(runs, data, figures, diagrams_dir, results_log, png):
     """Figure: "What each trained network actually learned": the plain net's boundary misses

@@ -21,6 +21,7 @@ def printed(h):
     }
 
 
+@pytest.mark.runs("plain, lr = 5.0", "plain")
 @pytest.mark.log_lines("S7 lr 5.0", "S7 lr 0.5 recall")
 def test_lr_5_rescues_the_depth_4_plain_net_that_lr_0_5_could_not(runs, results_log, snapshot):
     """Workshop: "plain, lr = 5.0: final test acc = 100.0%, first >=90%: step 1050" against the S6 run's
@@ -33,6 +34,7 @@ def test_lr_5_rescues_the_depth_4_plain_net_that_lr_0_5_could_not(runs, results_
     results_log.write("S7 lr 0.5 recall", fmt.s6_recall(0.5, s6))
 
 
+@pytest.mark.runs("plain, lr = 50.0")
 @pytest.mark.log_lines("S7 lr 50.0")
 def test_lr_50_diverges_at_depth_4(runs, results_log, snapshot):
     """Workshop: "plain, lr = 50.0: final train loss = 5.7024, final test acc = 48.5%, first >=90%: never":
@@ -65,7 +67,14 @@ def test_depth_8_gradient_ratio_is_4_97e_07_plain_versus_0_337_with_batch_norm(
 @pytest.mark.parametrize(
     "lr",
     [
-        pytest.param(lr, marks=pytest.mark.log_lines(f"S7 depth 8 plain, lr = {lr}"), id=f"lr={lr}")
+        pytest.param(
+            lr,
+            marks=[
+                pytest.mark.log_lines(f"S7 depth 8 plain, lr = {lr}"),
+                pytest.mark.runs(f"depth 8 plain, lr = {lr}"),
+            ],
+            id=f"lr={lr}",
+        )
         for lr in DEEP_LRS
     ],
 )
@@ -80,6 +89,7 @@ def test_no_learning_rate_lets_the_depth_8_plain_net_reach_90_percent(
     results_log.write(f"S7 depth 8 plain, lr = {lr}", fmt.run_summary(f"  plain, lr = {lr}", h))
 
 
+@pytest.mark.runs("depth 8 batch norm, lr = 0.5")
 @pytest.mark.log_lines("S7 depth 8 batch norm")
 def test_batch_norm_at_lr_0_5_reaches_90_percent_at_depth_8(runs, results_log, snapshot):
     """Workshop: "batch norm, lr = 0.5: final test acc = 100.0%, first >=90%: step 50": "batch norm just
@@ -91,6 +101,7 @@ def test_batch_norm_at_lr_0_5_reaches_90_percent_at_depth_8(runs, results_log, s
     results_log.write("S7 depth 8 batch norm", fmt.run_summary("  batch norm, lr = 0.5", h))
 
 
+@pytest.mark.runs("plain", "plain, lr = 5.0", "plain, lr = 50.0")
 @pytest.mark.log_lines("plot lr_crank.png")
 def test_lr_crank_figure_is_drawn(runs, workshop, figures, diagrams_dir, results_log, png):
     """Figure: "Cranking the learning rate, plain net, depth 4"."""
@@ -102,6 +113,7 @@ def test_lr_crank_figure_is_drawn(runs, workshop, figures, diagrams_dir, results
     results_log.write("plot lr_crank.png", fmt.plot_saved("lr_crank.png"))
 
 
+@pytest.mark.runs(*(f"depth 8 plain, lr = {lr}" for lr in DEEP_LRS), "depth 8 batch norm, lr = 0.5")
 @pytest.mark.log_lines("plot depth8_rescue.png")
 def test_depth8_rescue_figure_is_drawn(runs, figures, diagrams_dir, results_log, png):
     """Figure: "Depth 8: no learning rate saves the plain net; batch norm just works"."""

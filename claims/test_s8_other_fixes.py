@@ -38,6 +38,7 @@ def test_xavier_init_scales_layer_2_weights_to_std_about_0_5(results_log, snapsh
     results_log.write("S8 xavier std", fmt.xavier_std(xavier, default))
 
 
+@pytest.mark.runs("plain")
 @pytest.mark.log_lines("S8 plain sigmoid")
 def test_plain_sigmoid_row_stays_at_chance(runs, data, results_log, snapshot):
     """Workshop: "plain sigmoid 3.32e-04 51.5%": the S6 run, the one that does not work."""
@@ -51,7 +52,11 @@ def test_plain_sigmoid_row_stays_at_chance(runs, data, results_log, snapshot):
 
 
 @pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=pytest.mark.log_lines(f"S8 {n}")) for n in FIXES]
+    "name",
+    [
+        pytest.param(n, marks=[pytest.mark.log_lines(f"S8 {n}"), pytest.mark.runs(RUN_OF[n])])
+        for n in FIXES
+    ],
 )
 def test_fix_raises_the_init_gradient_ratio_10x_and_reaches_90_percent(
     name, runs, data, results_log, snapshot
@@ -67,6 +72,7 @@ def test_fix_raises_the_init_gradient_ratio_10x_and_reaches_90_percent(
     results_log.write(f"S8 {name}", fmt.variant_row(name, ratio, run.history.final_acc))
 
 
+@pytest.mark.runs("layer norm")
 @pytest.mark.log_lines("S8 layer norm")
 def test_layer_norm_raises_the_init_gradient_ratio_8x_over_the_plain_net(
     runs, data, results_log, snapshot
@@ -83,6 +89,7 @@ def test_layer_norm_raises_the_init_gradient_ratio_8x_over_the_plain_net(
     results_log.write("S8 layer norm", fmt.variant_row("layer norm", ratio, run.history.final_acc))
 
 
+@pytest.mark.runs(*(RUN_OF[name] for name in S8_VARIANTS))
 @pytest.mark.log_lines("plot variants_accuracy.png")
 def test_variants_accuracy_figure_is_drawn(runs, figures, diagrams_dir, results_log, png):
     """Figure: "Every fix works; the plain sigmoid net does not", one bar per variant."""

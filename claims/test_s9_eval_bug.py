@@ -8,11 +8,13 @@ import pytest
 from bnvg import logformat as fmt
 from bnvg.eval_bug import demonstrate_eval_bug
 
+pytestmark = pytest.mark.runs("batch norm")
+
 
 @pytest.fixture(scope="module")
-def eval_bug(runs, data):
+def eval_bug(run_cache, data):
     """The S6 batch-norm net scored three ways (on a private copy of the network)."""
-    return demonstrate_eval_bug(runs.get("batch norm").network(), data.X_test, data.y_test)
+    return demonstrate_eval_bug(run_cache.get("batch norm").network(), data.X_test, data.y_test)
 
 
 @pytest.mark.log_lines("S9 eval mode")
