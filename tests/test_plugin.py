@@ -1,0 +1,206 @@
+"""The results.log plugin, exercised on small claim suites written for each test (pytester)."""
+
+import os
+import textwrap
+
+import pytest
+
+from bnvg.layout import layout, line_number, slot_keys
+from bnvg.plugin import NOT_VERIFIED, atomic_write
+
+N_LINES = len(layout())
+
+CONFTEST = 'pytest_plugins = ["bnvg.plugin"]\n'
+
+
+def claim(name, keys, body="pass"):
+    """Source of one claim owning `keys`, writing "<key> verified" for each after `body`."""
+    marks = ", ".join(repr(k) for k in keys)
+    writes = "\n".join(f"    results_log.write({k!r}, '  {k} verified')" for k in keys)
+    return (
+        textwrap.dedent(f"""
+        @pytest.mark.log_lines({marks})
+        def test_{name}(results_log):
+            {body}
+        """)
+        + writes
+        + "\n"
+    )
+
+
+@pytest.fixture
+def suite(pytester):
+    """Write a claims module from (name, keys[, body]) tuples; returns the log's path."""
+
+    def write(*claims):
+        pytester.makeconftest(CONFTEST)
+        source = "import pytest\n" + "".join(claim(*c) for c in claims)
+        pytester.makepyfile(test_claims=source)
+        return pytester.path / "captures" / "results.log"
+
+    return write
+
+
+def all_claims():
+    return [(f"c{i}", [key]) for i, key in enumerate(slot_keys())]
+
+
+def test_a_passing_claim_fills_its_line_at_the_cited_line_number(suite, pytester):
+    log = suite(("split", ["S1 split"]))
+    pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=1)
+    lines = log.read_text().splitlines()
+    assert len(lines) == N_LINES
+    assert lines[line_number("S1 split") - 1] == "  S1 split verified"
+    assert lines[6] == "[S1] two-moons dataset"  # fixed text stays where the script puts it
+    assert lines[line_number("S1 samples") - 1] == f"  {NOT_VERIFIED}: S1 samples -- no claim ran]"
+
+
+def test_a_failing_claim_writes_none_of_its_numbers_and_marks_its_lines(suite, pytester):
+    log = suite(
+        ("ok", ["S1 split"]),
+        ("eval_bug", ["S9 eval mode", "S9 gamma"], "assert 0.695 == 0.715"),
+    )
+    pytester.runpytest().assert_outcomes(passed=1, failed=1)
+    lines = log.read_text().splitlines()
+    assert len(lines) == N_LINES
+    failed = f"  {NOT_VERIFIED}: S9 eval mode -- test_claims.py::test_eval_bug failed]"
+    assert lines[line_number("S9 eval mode") - 1] == failed
+    assert "S9 gamma verified" not in log.read_text()
+    assert lines[line_number("S1 split") - 1] == "  S1 split verified"
+
+
+def test_a_claim_failing_after_it_wrote_its_lines_still_writes_none_of_them(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(
+        test_claims="""
+        import pytest
+        @pytest.mark.log_lines("S1 split")
+        def test_late_failure(results_log):
+            results_log.write("S1 split", "  split: 800 train / 200 test")
+            assert False, "the check after the write failed"
+        """
+    )
+    pytester.runpytest().assert_outcomes(failed=1)
+    assert "800 train" not in (pytester.path / "captures" / "results.log").read_text()
+
+
+def test_a_complete_run_writes_every_line_and_says_so(suite, pytester):
+    log = suite(*all_claims())
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=len(slot_keys()))
+    assert NOT_VERIFIED not in log.read_text()
+    result.stdout.fnmatch_lines(
+        [
+            "*- results.log -*",
+            f"wrote captures/results.log: {len(slot_keys())} verified lines from "
+            f"{len(slot_keys())} passing claims (complete)",
+        ]
+    )
+
+
+@pytest.mark.parametrize("narrowing", [["-k", "c1 or c2"], ["-x"]])
+def test_a_partial_run_never_replaces_a_complete_log(suite, pytester, narrowing):
+    claims = all_claims()
+    claims[3] = ("c3", claims[3][1], "assert False")  # makes -x stop early
+    log = suite(*claims)
+    complete = "\n".join(f"line {i}" for i in range(1, N_LINES + 1)) + "\n"
+    log.parent.mkdir()
+    log.write_text(complete)
+    result = pytester.runpytest(*narrowing)
+    assert log.read_text() == complete
+    result.stdout.fnmatch_lines(
+        [
+            "kept captures/results.log: this run filled * a partial log never replaces a complete one*"
+        ]
+    )
+
+
+def test_a_run_that_ran_no_claim_leaves_the_log_alone(suite, pytester):
+    log = suite(("split", ["S1 split"]))
+    log.parent.mkdir()
+    log.write_text("whatever was there\n")
+    result = pytester.runpytest("-m", "nothing")
+    assert log.read_text() == "whatever was there\n"
+    assert "results.log" not in result.stdout.str()
+
+
+def test_a_partial_run_may_replace_an_incomplete_log(suite, pytester):
+    log = suite(("split", ["S1 split"]), ("other", ["S1 samples"]))
+    pytester.runpytest("-k", "other")
+    pytester.runpytest("-k", "split")
+    assert "S1 split verified" in log.read_text()
+
+
+def test_an_interrupted_write_leaves_the_previous_log_whole(tmp_path, monkeypatch):
+    log = tmp_path / "results.log"
+    log.write_text("the last good log\n")
+
+    def interrupted(src, dst):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(log, "half a new log")
+    assert log.read_text() == "the last good log\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["results.log"]  # no temporary file left
+
+
+def test_xdist_workers_ship_their_lines_and_only_the_controller_writes(suite, pytester):
+    log = suite(*all_claims())
+    pytester.runpytest("-p", "xdist", "-n", "2").assert_outcomes(passed=len(slot_keys()))
+    parallel = log.read_bytes()
+    log.unlink()
+    pytester.runpytest("-p", "no:xdist").assert_outcomes(passed=len(slot_keys()))
+    assert log.read_bytes() == parallel
+
+
+def test_writing_a_line_the_claim_does_not_own_is_an_error(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(
+        test_claims="""
+        import pytest
+        @pytest.mark.log_lines("S1 split")
+        def test_sneaky(results_log):
+            results_log.write("S1 samples", "  samples: 3")
+        """
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    expected = "writes log line 'S1 samples' but its log_lines mark declares only ['S1 split']"
+    assert expected in result.stdout.str()
+
+
+def test_a_line_with_two_owners_stops_the_run_before_anything_runs(suite, pytester):
+    suite(("a", ["S1 split"]), ("b", ["S1 split"]))
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*log line 'S1 split' is owned by both test_claims.py::test_a and test_claims.py::test_b*"]
+    )
+
+
+def test_an_unknown_line_name_is_refused_with_where_to_find_the_valid_ones(suite, pytester):
+    suite(("a", ["S1 splitt"]))
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*owns log line 'S1 splitt', which results.log does not have; valid names are listed by bnvg.layout.slot_keys()*"
+        ]
+    )
+
+
+def test_the_log_path_is_an_option(suite, pytester, tmp_path):
+    suite(("split", ["S1 split"]))
+    target = tmp_path / "elsewhere" / "log.txt"
+    pytester.runpytest(f"--results-log={target}")
+    assert "S1 split verified" in target.read_text()
+    assert not (pytester.path / "captures").exists()
+
+
+def test_a_narrowed_selection_runs_in_one_process_and_a_full_one_on_workers(suite, pytester):
+    suite(("split", ["S1 split"]), ("other", ["S1 samples"]))
+    narrowed = pytester.runpytest("-p", "xdist", "-n", "auto", "-k", "split")
+    assert "created:" not in narrowed.stdout.str()  # no workers were started
+    full = pytester.runpytest("-p", "xdist", "-n", "auto")
+    full.stdout.fnmatch_lines(["*created: * workers*"])
