@@ -51,6 +51,9 @@ class Workshop:
     steps: int = 4000  # enough for batch norm to converge; the plain net still learns nothing
     lr: float = 0.5  # a sensible default SGD step; S7 cranks it to 5 and 50
     eval_every: int = 50  # history cadence: full-set loss and test accuracy every 50 steps
+    # The minibatch order alone, for sweeps that ask which results are luck of the draw;
+    # None: the workshop's seed, as in the script.
+    sampler_seed: int | None = None
 
     def __post_init__(self) -> None:
         _require_at_least("depth", self.depth, 1)
@@ -72,6 +75,10 @@ class Workshop:
             raise ValueError(f"lr must be > 0, got {self.lr!r}")
         if not self.noise >= 0:
             raise ValueError(f"noise must be >= 0, got {self.noise!r}")
+
+    @property
+    def minibatch_seed(self) -> int:
+        return self.seed if self.sampler_seed is None else self.sampler_seed
 
     @property
     def n_test(self) -> int:

@@ -19,15 +19,21 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from syrupy.exceptions import SnapshotDoesNotExist
 
+from bnvg import environment
 from bnvg import layout as log_layout
+from bnvg.fragility import Fragility
+from bnvg.fragility import load as load_fragility
+from bnvg.numbers import Difference, accept_drift, compare, parse_amber_dict
 
+DRIFT = "bnvg drift"  # user_properties name: one drifted number, described
 OWNS = "bnvg log owns"  # user_properties name: the keys a claim owns (set at setup)
 LINE = "bnvg log line"  # user_properties name: one verified (key, text)
 NOT_VERIFIED = "[not verified"
@@ -60,11 +66,14 @@ class LogAssembly:
 class ResultsLogWriter:
     """Collects verified lines from reports (controller only) and writes the log once."""
 
-    def __init__(self, path: Path, trained: list[str]) -> None:
+    def __init__(self, path: Path, trained: list[str], snapshot_dir: Path) -> None:
         self.path = path
         self.claims: dict[str, ClaimOutcome] = {}
         self.summary: str | None = None
         self.trained = trained  # this process's training ledger; workers' are added to it
+        self.snapshot_dir = snapshot_dir
+        self.drift: dict[str, None] = {}  # descriptions of drifted numbers, in report order
+        self.complete = False  # whether this session verified every line of the log
 
     # -- hooks (the writer is registered as a plugin on the controller) ---------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -73,6 +82,12 @@ class ResultsLogWriter:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.finish(session.config.rootpath)
+        config = session.config
+        if getattr(config.option, "update_snapshots", False) and self.complete:
+            # A full update re-records every number: record the environment that computed them.
+            environment.save(
+                self.snapshot_dir, environment.current(config.getoption("bnvg_torch_threads"))
+            )
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
@@ -87,12 +102,28 @@ class ResultsLogWriter:
             terminalreporter.write_line(
                 f"trained {len(self.trained)} networks this session: " + "; ".join(self.trained)
             )
+        if self.drift:
+            terminalreporter.write_sep(
+                "-", "numbers that drifted (platform-dependent, within band)"
+            )
+            for line in self.drift:
+                terminalreporter.write_line(line)
+            stored = environment.load(self.snapshot_dir)
+            terminalreporter.write_line(f"snapshots recorded with: {environment.describe(stored)}")
+            terminalreporter.write_line(
+                f"this run:                {environment.describe(environment.current())}"
+            )
+            terminalreporter.write_line(
+                "The log shows the values computed here. --strict-numbers turns drift into failure."
+            )
 
     # -- collecting ------------------------------------------------------------------------
     def add_report(self, report: pytest.TestReport) -> None:
         claim = self.claims.setdefault(report.nodeid, ClaimOutcome())
         for name, value in report.user_properties:
-            if name == OWNS:
+            if name == DRIFT:
+                self.drift[str(value)] = None
+            elif name == OWNS:
                 claim.owns = tuple(cast("Iterable[str]", value))
             elif name == LINE:
                 key, text = cast("tuple[str, str]", value)
@@ -139,6 +170,7 @@ class ResultsLogWriter:
         if not any(claim.owns for claim in self.claims.values()):
             return  # no claim ran (or these are not claims): leave the log alone, say nothing
         log = self.assemble()
+        self.complete = log.complete
         shown = _relative(self.path, rootdir)
         n_claims = sum(1 for c in self.claims.values() if c.passed and c.lines)
         if log.missing and self.existing_is_complete():
@@ -206,6 +238,79 @@ class ResultsLog:
             self.write(key, text)
 
 
+UPDATE_COMMAND = "pytest claims/ --snapshot-update"
+
+
+class Quoted:
+    """Checks a claim's log lines against its snapshot, number by number, then hands them to
+    the log. Robust numbers must match exactly; fragile ones may drift within their band
+    (reported in the summary), unless --strict-numbers."""
+
+    def __init__(self, request: pytest.FixtureRequest, results_log: ResultsLog) -> None:
+        self._item = request.node
+        self._snapshot = request.getfixturevalue("snapshot")
+        self._results_log = results_log
+        config = request.config
+        self._strict = bool(config.getoption("bnvg_strict_numbers"))
+        self._update = bool(getattr(config.option, "update_snapshots", False))
+        self._fragility = fragility_of(config)
+
+    def lines(self, lines: Mapping[str, str]) -> None:
+        """Verify `lines` (log line key -> text) against the snapshot and write them."""
+        __tracebackhide__ = True
+        computed = dict(lines)
+        accepted = computed
+        drift: list[Difference] = []
+        failures: list[Difference] = []
+        if not self._update:
+            stored_text = self._stored()
+            stored = parse_amber_dict(stored_text) if stored_text is not None else None
+            if stored is not None:
+                line_of = {k: log_layout.line_number(k) for k in computed}
+                for d in compare(stored, computed, line_of, self._fragility):
+                    (drift if d.is_drift and not self._strict else failures).append(d)
+                accepted = accept_drift(computed, drift)
+        matched = self._snapshot == accepted  # syrupy records the comparison either way
+        if not matched:
+            if failures:
+                raise AssertionError(self._message(failures))
+            assert self._snapshot == accepted  # syrupy explains (e.g. no snapshot yet)
+        for d in drift:
+            self._item.user_properties.append((DRIFT, d.describe()))
+        self._results_log.write_all(computed.items())
+
+    def _stored(self) -> str | None:
+        s = self._snapshot
+        try:
+            data = s.session.recall_snapshot(s.extension, s.test_location, s.index)
+        except SnapshotDoesNotExist:
+            return None
+        return str(data)
+
+    def _message(self, failures: list[Difference]) -> str:
+        numbers = "\n".join(f"  {d.describe()}" for d in failures)
+        return (
+            f"{self._item.nodeid}: the numbers differ from the snapshot\n{numbers}\n"
+            f"If the new values are right, accept them: {UPDATE_COMMAND} -k "
+            f"'{self._item.name}' (then update the text that quotes them)"
+        )
+
+
+FRAGILITY = pytest.StashKey[Fragility]()
+
+
+def fragility_of(config: pytest.Config) -> Fragility:
+    if FRAGILITY not in config.stash:
+        config.stash[FRAGILITY] = load_fragility(snapshot_dir(config))
+    return config.stash[FRAGILITY]
+
+
+@pytest.fixture
+def quoted(request: pytest.FixtureRequest, results_log: ResultsLog) -> Quoted:
+    """Verifies a claim's log lines against its snapshot and writes them to the log."""
+    return Quoted(request, results_log)
+
+
 def owned_keys(item: pytest.Item) -> tuple[str, ...]:
     return tuple(key for mark in item.iter_markers("log_lines") for key in mark.args)
 
@@ -239,6 +344,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(default: captures/results.log under the rootdir)",
     )
     group.addoption(
+        "--strict-numbers",
+        dest="bnvg_strict_numbers",
+        action="store_true",
+        help="fail on any number that differs from its snapshot, fragile or not "
+        "(for the reference machine)",
+    )
+    group.addoption(
+        "--torch-threads",
+        dest="bnvg_torch_threads",
+        type=int,
+        default=1,
+        metavar="N",
+        help="torch intra-op threads in every process that computes (default 1; "
+        "the reference numbers need 1: only the sweep sets another)",
+    )
+    group.addoption(
+        "--sampler-seed",
+        dest="bnvg_sampler_seed",
+        type=int,
+        default=None,
+        metavar="K",
+        help="seed of the minibatch sampler alone (default: the workshop's seed; for the sweep)",
+    )
+    group.addoption(
         "--diagrams",
         dest="bnvg_diagrams",
         metavar="DIR",
@@ -254,19 +383,28 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     # One intra-op thread in every process that computes: the thread count changes the
     # training-end numbers. An xdist controller computes nothing, and skips importing torch.
+    threads = config.getoption("bnvg_torch_threads")
+    if threads < 1:
+        raise pytest.UsageError(f"--torch-threads must be at least 1, got {threads}")
     if not is_xdist_controller(config):
         import torch
 
-        torch.set_num_threads(1)
+        torch.set_num_threads(threads)
     config.stash[TRAINED] = []
     if not hasattr(config, "workerinput"):
-        writer = ResultsLogWriter(results_log_path(config), config.stash[TRAINED])
+        writer = ResultsLogWriter(
+            results_log_path(config), config.stash[TRAINED], snapshot_dir(config)
+        )
         config.stash[WRITER] = writer
         config.pluginmanager.register(writer, "bnvg-results-log")
 
 
 def is_xdist_controller(config: pytest.Config) -> bool:
     return not hasattr(config, "workerinput") and getattr(config.option, "dist", "no") != "no"
+
+
+def snapshot_dir(config: pytest.Config) -> Path:
+    return config.rootpath / "snapshots"
 
 
 def results_log_path(config: pytest.Config) -> Path:

@@ -56,7 +56,7 @@ def train(net: TinyNet, data: TwoMoons, lr: float, workshop: Workshop = WORKSHOP
     X_test, y_test = data.X_test, data.y_test
     opt = torch.optim.SGD(net.parameters(), lr=lr)
     # A generator of its own: the minibatch sequence never depends on global RNG state.
-    g = torch.Generator().manual_seed(workshop.seed)
+    g = torch.Generator().manual_seed(workshop.minibatch_seed)
     steps: list[int] = []
     losses: list[float] = []
     accs: list[float] = []

@@ -7,17 +7,19 @@ from bnvg import logformat as fmt
 from bnvg.config import NetSpec
 from bnvg.model import build_network, parameter_count, weight_checksum
 
+CHECKSUM_LINES = ["S3 checksum 1", "S3 checksum 2", "S3 checksum 3"]
+
 
 @pytest.mark.log_lines("S3 parameters")
-def test_plain_net_has_77_parameters(results_log):
+def test_plain_net_has_77_parameters(quoted):
     """Workshop: "plain net parameters: 77": 2->4, three 4->4 hidden layers and 4->1, with biases."""
     n = parameter_count(build_network(NetSpec()))
     assert n == (2 * 4 + 4) + 3 * (4 * 4 + 4) + (4 + 1) == 77
-    results_log.write("S3 parameters", fmt.parameters(n))
+    quoted.lines({"S3 parameters": fmt.parameters(n)})
 
 
-@pytest.mark.log_lines("S3 checksum 1", "S3 checksum 2", "S3 checksum 3")
-def test_plain_and_batch_norm_nets_start_from_identical_weights(results_log, snapshot):
+@pytest.mark.log_lines(*CHECKSUM_LINES)
+def test_plain_and_batch_norm_nets_start_from_identical_weights(quoted):
     """Workshop: "identical starting weights: True": the checksums agree, and so does every weight."""
     plain, bn = build_network(NetSpec()), build_network(NetSpec(norm="batch"))
     for p_lin, b_lin in zip([*plain.hidden, plain.out], [*bn.hidden, bn.out], strict=True):
@@ -25,21 +27,15 @@ def test_plain_and_batch_norm_nets_start_from_identical_weights(results_log, sna
         assert torch.equal(p_lin.bias, b_lin.bias)
     sums = weight_checksum(plain), weight_checksum(bn)
     assert sums[0] == sums[1]
-    assert snapshot == {"checksum": f"{sums[0]:.6f}"}
-    results_log.write_all(
-        zip(("S3 checksum 1", "S3 checksum 2", "S3 checksum 3"), fmt.checksums(*sums), strict=True)
-    )
+    quoted.lines(dict(zip(CHECKSUM_LINES, fmt.checksums(*sums), strict=True)))
 
 
 @pytest.mark.log_lines("S3 layer-2 weights")
-def test_default_init_keeps_layer_2_weights_below_one_half_with_std_0_31(
-    workshop, results_log, snapshot
-):
+def test_default_init_keeps_layer_2_weights_below_one_half_with_std_0_31(workshop, quoted):
     """Workshop: "layer-2 weight stats: std = 0.3114, max|w| = 0.4777 (PyTorch default init, fan_in = 4)":
     PyTorch draws from U(-1/sqrt(fan_in), 1/sqrt(fan_in)) = U(-0.5, 0.5), a sub-unity scale."""
     w = build_network(NetSpec()).hidden[1].weight
     std, max_abs = w.std().item(), w.abs().max().item()
     assert max_abs <= 1 / workshop.width**0.5
     assert 0.2 < std < 0.4
-    assert snapshot == {"std": f"{std:.4f}", "max |w|": f"{max_abs:.4f}"}
-    results_log.write("S3 layer-2 weights", fmt.weight_stats(std, max_abs, workshop.width))
+    quoted.lines({"S3 layer-2 weights": fmt.weight_stats(std, max_abs, workshop.width)})

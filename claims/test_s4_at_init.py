@@ -12,28 +12,11 @@ from bnvg.layout import FIGURES
 DEPTH = 4
 
 
-def printed_table(m):
-    """The S4 table's numbers, as the log prints them, for the snapshot."""
-    rows = {
-        f"layer {r.layer}": {
-            "||dL/dW||": f"{r.w_grad:.2e}",
-            "||dL/dh||": f"{r.h_grad:.2e}",
-            "std(z_pre)": f"{r.z_pre_std:.4f}",
-            "std(z)": f"{r.z_std:.4f}",
-            "std(h)": f"{r.h_std:.4f}",
-            "mean slope": f"{r.slope:.4f}",
-            "%slope<.05": f"{r.sat_pct:.1f}%",
-            "W gain": f"{r.w_gain:.3f}",
-        }
-        for r in m.layers
-    }
-    return {"loss at init": f"{m.loss:.4f}", **rows, "output ||dL/dW||": f"{m.out_grad:.2e}"}
-
-
 def table_lines(which, m):
-    lines = [(f"S4 {which} loss", fmt.at_init_loss(fmt.AT_INIT_LABELS[which], m))]
-    lines += [(f"S4 {which} layer {r.layer}", fmt.at_init_row(r)) for r in m.layers]
-    lines.append((f"S4 {which} output", fmt.at_init_output(m)))
+    """The S4 table of one net: its loss line, one row per layer and the output row."""
+    lines = {f"S4 {which} loss": fmt.at_init_loss(fmt.AT_INIT_LABELS[which], m)}
+    lines |= {f"S4 {which} layer {r.layer}": fmt.at_init_row(r) for r in m.layers}
+    lines[f"S4 {which} output"] = fmt.at_init_output(m)
     return lines
 
 
@@ -46,26 +29,22 @@ def table_keys(which):
 
 
 @pytest.mark.log_lines(*table_keys("plain"))
-def test_plain_net_weight_gradients_grow_toward_the_output(at_init, results_log, snapshot):
+def test_plain_net_weight_gradients_grow_toward_the_output(at_init, quoted):
     """The PLAIN table: ||dL/dW|| rises ~10x per layer from layer 1 to the output, while no
     unit is saturated: the shrinkage is the sigmoid's slope (< 0.25), not saturation."""
     m = at_init["plain"]
     grads = [r.w_grad for r in m.layers] + [m.out_grad]
     assert grads == sorted(grads)
     assert all(r.slope <= 0.25 and r.sat_pct == 0.0 for r in m.layers)
-    assert snapshot == printed_table(m)
-    results_log.write_all(table_lines("plain", m))
+    quoted.lines(table_lines("plain", m))
 
 
 @pytest.mark.log_lines(*table_keys("batch"))
-def test_batch_norm_net_weight_gradients_stay_within_one_order_of_magnitude(
-    at_init, results_log, snapshot
-):
+def test_batch_norm_net_weight_gradients_stay_within_one_order_of_magnitude(at_init, quoted):
     """The BATCHNORM table: every layer's ||dL/dW|| is within 10x of the output layer's."""
     m = at_init["batch"]
     assert all(r.w_grad > m.out_grad / 10 for r in m.layers)
-    assert snapshot == printed_table(m)
-    results_log.write_all(table_lines("batch", m))
+    quoted.lines(table_lines("batch", m))
 
 
 def test_batch_norm_keeps_std_of_z_at_1(at_init):
@@ -76,52 +55,42 @@ def test_batch_norm_keeps_std_of_z_at_1(at_init):
 
 
 @pytest.mark.log_lines("S4 plain ratio")
-def test_plain_net_first_layer_gradient_is_3000x_smaller_than_output(
-    at_init, results_log, snapshot
-):
+def test_plain_net_first_layer_gradient_is_3000x_smaller_than_output(at_init, quoted):
     """Workshop: "gradient ratio, layer 1 vs output: 3.32e-04 (3015x smaller)"."""
     m = at_init["plain"]
     assert 1000 < m.times_smaller < 10000
-    assert snapshot == {"ratio": f"{m.grad_ratio:.2e}", "times smaller": f"{m.times_smaller:.0f}"}
-    results_log.write("S4 plain ratio", fmt.at_init_ratio(m))
+    quoted.lines({"S4 plain ratio": fmt.at_init_ratio(m)})
 
 
 @pytest.mark.log_lines("S4 batch ratio")
-def test_batch_norm_first_layer_gradient_is_only_4x_smaller_than_output(
-    at_init, results_log, snapshot
-):
+def test_batch_norm_first_layer_gradient_is_only_4x_smaller_than_output(at_init, quoted):
     """Workshop: "gradient ratio, layer 1 vs output: 2.29e-01 (4x smaller)"."""
     m = at_init["batch"]
     assert round(m.times_smaller) == 4
-    assert snapshot == {"ratio": f"{m.grad_ratio:.2e}", "times smaller": f"{m.times_smaller:.0f}"}
-    results_log.write("S4 batch ratio", fmt.at_init_ratio(m))
+    quoted.lines({"S4 batch ratio": fmt.at_init_ratio(m)})
 
 
 @pytest.mark.log_lines("S4 plain shrink")
-def test_plain_backward_signal_shrinks_about_10x_per_layer(at_init, results_log, snapshot):
+def test_plain_backward_signal_shrinks_about_10x_per_layer(at_init, quoted):
     """Workshop: "backward shrink factor per layer: 0.096, 0.104, 0.120": ~0.1 per layer."""
     m = at_init["plain"]
     assert [round(f, 1) for f in m.shrink_factors] == [0.1] * (DEPTH - 1)
-    assert snapshot == {"shrink factors": [f"{f:.3f}" for f in m.shrink_factors]}
-    results_log.write("S4 plain shrink", fmt.at_init_shrink(m))
+    quoted.lines({"S4 plain shrink": fmt.at_init_shrink(m)})
 
 
 @pytest.mark.log_lines("S4 batch shrink")
-def test_batch_norm_backward_signal_keeps_most_of_its_size_per_layer(
-    at_init, results_log, snapshot
-):
+def test_batch_norm_backward_signal_keeps_most_of_its_size_per_layer(at_init, quoted):
     """Workshop: "backward shrink factor per layer: 0.816, 0.703, 0.972": far from 0.1."""
     m = at_init["batch"]
     assert all(f > 0.5 for f in m.shrink_factors)
-    assert snapshot == {"shrink factors": [f"{f:.3f}" for f in m.shrink_factors]}
-    results_log.write("S4 batch shrink", fmt.at_init_shrink(m))
+    quoted.lines({"S4 batch shrink": fmt.at_init_shrink(m)})
 
 
 @pytest.mark.parametrize(
     "name",
     [pytest.param(name, marks=pytest.mark.log_lines(f"plot {name}")) for name in FIGURES[3:7]],
 )
-def test_at_init_figure_is_drawn(name, at_init, figures, diagrams_dir, results_log, png):
+def test_at_init_figure_is_drawn(name, at_init, figures, diagrams_dir, quoted, png):
     """Figures: gradient size per layer (both nets, and the plain net alone), the backward
     signal at each depth, and the forward activation spread."""
     plain, bn = at_init["plain"], at_init["batch"]
@@ -132,4 +101,4 @@ def test_at_init_figure_is_drawn(name, at_init, figures, diagrams_dir, results_l
         "act_std_by_layer.png": lambda: figures.act_std_by_layer(plain, bn, diagrams_dir),
     }[name]
     png(draw())
-    results_log.write(f"plot {name}", fmt.plot_saved(name))
+    quoted.lines({f"plot {name}": fmt.plot_saved(name)})

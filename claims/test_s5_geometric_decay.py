@@ -13,13 +13,12 @@ from bnvg.decay import FACTORS, remaining
         for i, f in enumerate(FACTORS, start=1)
     ],
 )
-def test_factor_per_layer_compounds_over_4_and_10_layers(factor, key, results_log, snapshot):
+def test_factor_per_layer_compounds_over_4_and_10_layers(factor, key, quoted):
     """Workshop: "factor 0.25: after 4 layers -> 3.91e-03, after 10 layers -> 9.54e-07"."""
     after_4, after_10 = remaining(factor, 4), remaining(factor, 10)
     assert after_10 == pytest.approx(after_4 * factor**6)
     assert after_10 < after_4 < factor
-    assert snapshot == {"after 4": f"{after_4:.2e}", "after 10": f"{after_10:.2e}"}
-    results_log.write(key, fmt.decay(factor, after_4, after_10))
+    quoted.lines({key: fmt.decay(factor, after_4, after_10)})
 
 
 def test_a_quarter_per_layer_leaves_under_one_millionth_after_10_layers():
@@ -29,7 +28,7 @@ def test_a_quarter_per_layer_leaves_under_one_millionth_after_10_layers():
 
 
 @pytest.mark.log_lines("plot geometric_decay.png")
-def test_geometric_decay_figure_is_drawn(figures, diagrams_dir, results_log, png):
+def test_geometric_decay_figure_is_drawn(figures, diagrams_dir, quoted, png):
     """Figure: "Multiplying one factor per layer is geometric decay"."""
     png(figures.geometric_decay(FACTORS, diagrams_dir))
-    results_log.write("plot geometric_decay.png", fmt.plot_saved("geometric_decay.png"))
+    quoted.lines({"plot geometric_decay.png": fmt.plot_saved("geometric_decay.png")})

@@ -11,61 +11,48 @@ LN2 = math.log(2)
 
 @pytest.mark.runs("plain")
 @pytest.mark.log_lines("S6 plain", "S6 chance")
-def test_plain_net_never_reaches_90_percent_and_ends_near_ln_2(runs, results_log, snapshot):
+def test_plain_net_never_reaches_90_percent_and_ends_near_ln_2(runs, quoted):
     """Workshop: "plain: final train loss = 0.6926, final test acc = 51.5%, first >=90%: never": after
     4000 steps the plain sigmoid net still scores the "learned nothing" loss, ln 2."""
     h = runs.get("plain").history
     assert h.best_acc < 0.90  # never: the maximum over the whole history
     assert h.final_loss == pytest.approx(LN2, abs=0.01)
     assert abs(h.final_acc - 0.5) < 0.05  # a coin flip
-    assert snapshot == {
-        "final loss": f"{h.final_loss:.4f}",
-        "final acc": fmt.percent(h.final_acc),
-        "first >=90%": fmt.first_at_target(h),
-    }
-    results_log.write("S6 plain", fmt.run_summary("plain", h))
-    results_log.write("S6 chance", fmt.chance(LN2))
+    quoted.lines({"S6 plain": fmt.run_summary("plain", h), "S6 chance": fmt.chance(LN2)})
 
 
 @pytest.mark.runs("batch norm")
 @pytest.mark.log_lines("S6 batch norm")
-def test_batch_norm_net_reaches_90_percent_by_step_100_and_ends_at_100_percent(
-    runs, results_log, snapshot
-):
+def test_batch_norm_net_reaches_90_percent_by_step_100_and_ends_at_100_percent(runs, quoted):
     """Workshop: "with batch norm: final test acc = 100.0%, first >=90%: step 100"."""
     h = runs.get("batch norm").history
     assert h.first_step_at_target is not None and h.first_step_at_target <= 100
     assert h.final_acc == 1.0
     assert h.final_loss < 0.05
-    assert snapshot == {
-        "final loss": f"{h.final_loss:.4f}",
-        "final acc": fmt.percent(h.final_acc),
-        "first >=90%": fmt.first_at_target(h),
-    }
-    results_log.write("S6 batch norm", fmt.run_summary("with batch norm", h))
+    quoted.lines({"S6 batch norm": fmt.run_summary("with batch norm", h)})
 
 
 @pytest.mark.runs("plain", "batch norm")
 @pytest.mark.log_lines("plot loss_curves.png")
-def test_loss_curves_figure_is_drawn(runs, workshop, figures, diagrams_dir, results_log, png):
+def test_loss_curves_figure_is_drawn(runs, workshop, figures, diagrams_dir, quoted, png):
     """Figure: "Training loss: plain vs batch norm", the plain curve flat at ln 2."""
     plain, bn = runs.get("plain").history, runs.get("batch norm").history
     png(figures.loss_curves(plain, bn, workshop.steps, diagrams_dir))
-    results_log.write("plot loss_curves.png", fmt.plot_saved("loss_curves.png"))
+    quoted.lines({"plot loss_curves.png": fmt.plot_saved("loss_curves.png")})
 
 
 @pytest.mark.runs("plain", "batch norm")
 @pytest.mark.log_lines("plot accuracy_curves.png")
-def test_accuracy_curves_figure_is_drawn(runs, workshop, figures, diagrams_dir, results_log, png):
+def test_accuracy_curves_figure_is_drawn(runs, workshop, figures, diagrams_dir, quoted, png):
     """Figure: "Test accuracy: plain vs batch norm"."""
     plain, bn = runs.get("plain").history, runs.get("batch norm").history
     png(figures.accuracy_curves(plain, bn, workshop.steps, diagrams_dir))
-    results_log.write("plot accuracy_curves.png", fmt.plot_saved("accuracy_curves.png"))
+    quoted.lines({"plot accuracy_curves.png": fmt.plot_saved("accuracy_curves.png")})
 
 
 @pytest.mark.runs("plain", "batch norm")
 @pytest.mark.log_lines("plot decision_boundaries.png")
-def test_decision_boundaries_figure_is_drawn(runs, data, figures, diagrams_dir, results_log, png):
+def test_decision_boundaries_figure_is_drawn(runs, data, figures, diagrams_dir, quoted, png):
     """Figure: "What each trained network actually learned": the plain net's boundary misses
     the moons, batch norm's bends between them."""
     panels = [
@@ -73,4 +60,4 @@ def test_decision_boundaries_figure_is_drawn(runs, data, figures, diagrams_dir, 
         for title, run in (("plain", runs.get("plain")), ("batch norm", runs.get("batch norm")))
     ]
     png(figures.decision_boundaries(panels, data, diagrams_dir))
-    results_log.write("plot decision_boundaries.png", fmt.plot_saved("decision_boundaries.png"))
+    quoted.lines({"plot decision_boundaries.png": fmt.plot_saved("decision_boundaries.png")})

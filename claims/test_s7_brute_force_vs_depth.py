@@ -13,43 +13,35 @@ LN2 = math.log(2)
 DEEP_LRS = (0.5, 5.0, 50.0)
 
 
-def printed(h):
-    return {
-        "final loss": f"{h.final_loss:.4f}",
-        "final acc": fmt.percent(h.final_acc),
-        "first >=90%": fmt.first_at_target(h),
-    }
-
-
 @pytest.mark.runs("plain, lr = 5.0", "plain")
 @pytest.mark.log_lines("S7 lr 5.0", "S7 lr 0.5 recall")
-def test_lr_5_rescues_the_depth_4_plain_net_that_lr_0_5_could_not(runs, results_log, snapshot):
+def test_lr_5_rescues_the_depth_4_plain_net_that_lr_0_5_could_not(runs, quoted):
     """Workshop: "plain, lr = 5.0: final test acc = 100.0%, first >=90%: step 1050" against the S6 run's
     51.5% at lr 0.5: at depth 4, a 10x larger step makes up for the vanished gradient."""
     crank, s6 = runs.get("plain, lr = 5.0").history, runs.get("plain").history
     assert crank.final_acc >= 0.90 and crank.first_step_at_target is not None
     assert s6.best_acc < 0.90
-    assert snapshot == printed(crank)
-    results_log.write("S7 lr 5.0", fmt.run_summary("  plain, lr = 5.0", crank))
-    results_log.write("S7 lr 0.5 recall", fmt.s6_recall(0.5, s6))
+    quoted.lines(
+        {
+            "S7 lr 5.0": fmt.run_summary("  plain, lr = 5.0", crank),
+            "S7 lr 0.5 recall": fmt.s6_recall(0.5, s6),
+        }
+    )
 
 
 @pytest.mark.runs("plain, lr = 50.0")
 @pytest.mark.log_lines("S7 lr 50.0")
-def test_lr_50_diverges_at_depth_4(runs, results_log, snapshot):
+def test_lr_50_diverges_at_depth_4(runs, quoted):
     """Workshop: "plain, lr = 50.0: final train loss = 5.7024, final test acc = 48.5%, first >=90%: never":
     too large a step overshoots; the loss ends far above ln 2."""
     h = runs.get("plain, lr = 50.0").history
     assert h.final_loss > 2 * LN2
     assert h.best_acc < 0.90
-    assert snapshot == printed(h)
-    results_log.write("S7 lr 50.0", fmt.run_summary("  plain, lr = 50.0", h))
+    quoted.lines({"S7 lr 50.0": fmt.run_summary("  plain, lr = 50.0", h)})
 
 
 @pytest.mark.log_lines("S7 depth 8 ratio")
-def test_depth_8_gradient_ratio_is_4_97e_07_plain_versus_0_337_with_batch_norm(
-    data, results_log, snapshot
-):
+def test_depth_8_gradient_ratio_is_4_97e_07_plain_versus_0_337_with_batch_norm(data, quoted):
     """Workshop: "init gradient ratio L1/out: plain = 4.97e-07, batch norm = 3.37e-01": four more
     sigmoid layers cost the plain net another factor of ~1000; batch norm's barely moves."""
     ratios = {
@@ -60,8 +52,7 @@ def test_depth_8_gradient_ratio_is_4_97e_07_plain_versus_0_337_with_batch_norm(
     }
     assert ratios["none"] < 1e-6
     assert ratios["batch"] > 0.1
-    assert snapshot == {"plain": f"{ratios['none']:.2e}", "batch norm": f"{ratios['batch']:.2e}"}
-    results_log.write("S7 depth 8 ratio", fmt.deep_ratio(ratios["none"], ratios["batch"]))
+    quoted.lines({"S7 depth 8 ratio": fmt.deep_ratio(ratios["none"], ratios["batch"])})
 
 
 @pytest.mark.parametrize(
@@ -78,46 +69,42 @@ def test_depth_8_gradient_ratio_is_4_97e_07_plain_versus_0_337_with_batch_norm(
         for lr in DEEP_LRS
     ],
 )
-def test_no_learning_rate_lets_the_depth_8_plain_net_reach_90_percent(
-    lr, runs, results_log, snapshot
-):
+def test_no_learning_rate_lets_the_depth_8_plain_net_reach_90_percent(lr, runs, quoted):
     """Workshop: "Depth 8: no learning rate saves the plain net": at lr 0.5, 5 and 50 the test accuracy
     never reaches 90% over the whole run."""
     h = runs.get(f"depth 8 plain, lr = {lr}").history
     assert h.best_acc < 0.90
-    assert snapshot == printed(h)
-    results_log.write(f"S7 depth 8 plain, lr = {lr}", fmt.run_summary(f"  plain, lr = {lr}", h))
+    quoted.lines({f"S7 depth 8 plain, lr = {lr}": fmt.run_summary(f"  plain, lr = {lr}", h)})
 
 
 @pytest.mark.runs("depth 8 batch norm, lr = 0.5")
 @pytest.mark.log_lines("S7 depth 8 batch norm")
-def test_batch_norm_at_lr_0_5_reaches_90_percent_at_depth_8(runs, results_log, snapshot):
+def test_batch_norm_at_lr_0_5_reaches_90_percent_at_depth_8(runs, quoted):
     """Workshop: "batch norm, lr = 0.5: final test acc = 100.0%, first >=90%: step 50": "batch norm just
     works"."""
     h = runs.get("depth 8 batch norm, lr = 0.5").history
     assert h.first_step_at_target is not None and h.first_step_at_target <= 100
     assert h.final_acc >= 0.90
-    assert snapshot == printed(h)
-    results_log.write("S7 depth 8 batch norm", fmt.run_summary("  batch norm, lr = 0.5", h))
+    quoted.lines({"S7 depth 8 batch norm": fmt.run_summary("  batch norm, lr = 0.5", h)})
 
 
 @pytest.mark.runs("plain", "plain, lr = 5.0", "plain, lr = 50.0")
 @pytest.mark.log_lines("plot lr_crank.png")
-def test_lr_crank_figure_is_drawn(runs, workshop, figures, diagrams_dir, results_log, png):
+def test_lr_crank_figure_is_drawn(runs, workshop, figures, diagrams_dir, quoted, png):
     """Figure: "Cranking the learning rate, plain net, depth 4"."""
     curves = {
         f"plain, lr = {lr}": runs.get(name).history
         for lr, name in ((0.5, "plain"), (5.0, "plain, lr = 5.0"), (50.0, "plain, lr = 50.0"))
     }
     png(figures.lr_crank(curves, workshop.depth, diagrams_dir))
-    results_log.write("plot lr_crank.png", fmt.plot_saved("lr_crank.png"))
+    quoted.lines({"plot lr_crank.png": fmt.plot_saved("lr_crank.png")})
 
 
 @pytest.mark.runs(*(f"depth 8 plain, lr = {lr}" for lr in DEEP_LRS), "depth 8 batch norm, lr = 0.5")
 @pytest.mark.log_lines("plot depth8_rescue.png")
-def test_depth8_rescue_figure_is_drawn(runs, figures, diagrams_dir, results_log, png):
+def test_depth8_rescue_figure_is_drawn(runs, figures, diagrams_dir, quoted, png):
     """Figure: "Depth 8: no learning rate saves the plain net; batch norm just works"."""
     curves = {f"plain, lr = {lr}": runs.get(f"depth 8 plain, lr = {lr}").history for lr in DEEP_LRS}
     curves["batch norm, lr = 0.5"] = runs.get("depth 8 batch norm, lr = 0.5").history
     png(figures.depth8_rescue(curves, 8, diagrams_dir))
-    results_log.write("plot depth8_rescue.png", fmt.plot_saved("depth8_rescue.png"))
+    quoted.lines({"plot depth8_rescue.png": fmt.plot_saved("depth8_rescue.png")})

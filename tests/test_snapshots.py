@@ -36,7 +36,7 @@ def snapshot_file(project):
 
 def test_editing_one_stored_number_fails_exactly_the_claim_that_owns_it(project):
     path = snapshot_file(project)
-    path.write_text(path.read_text().replace("'9.54e-07'", "'9.55e-07'"))
+    path.write_text(path.read_text().replace("-> 9.54e-07", "-> 9.55e-07"))
     result = project.runpytest_subprocess("claims", "-p", "no:randomly")
     result.assert_outcomes(passed=5, failed=1)
     result.stdout.fnmatch_lines(
@@ -44,14 +44,18 @@ def test_editing_one_stored_number_fails_exactly_the_claim_that_owns_it(project)
             "FAILED claims/test_s5_geometric_decay.py::test_factor_per_layer_compounds_over_4_and_10_layers?0.25?*",
         ]
     )
-    out = result.stdout.str()
-    assert "'after 10': '9.55e-07'" in out and "'after 10': '9.54e-07'" in out
+    result.stdout.fnmatch_lines(
+        [
+            "*S5 factor 3, layers: snapshot 9.55e-07, here 9.54e-07 (log line 60, a robust number)",
+            "*If the new values are right, accept them: pytest claims/ --snapshot-update -k *",
+        ]
+    )
 
 
 def test_the_update_command_restores_the_stored_number(project):
     path = snapshot_file(project)
     original = path.read_text()
-    path.write_text(original.replace("'9.54e-07'", "'9.55e-07'"))
+    path.write_text(original.replace("-> 9.54e-07", "-> 9.55e-07"))
     project.runpytest_subprocess("claims", "--snapshot-update").assert_outcomes(passed=6)
     assert path.read_text() == original
     project.runpytest_subprocess("claims").assert_outcomes(passed=6)
@@ -60,7 +64,7 @@ def test_the_update_command_restores_the_stored_number(project):
 def test_a_missing_snapshot_file_fails_each_claim_naming_the_file_and_the_command(project):
     snapshot_file(project).unlink()
     result = project.runpytest_subprocess("claims")
-    result.assert_outcomes(passed=2, errors=4)
+    result.assert_outcomes(passed=1, errors=5)
     result.stdout.fnmatch_lines(
         [
             "*the snapshot file */snapshots/test_s5_geometric_decay.ambr is missing. Restore it "
@@ -77,7 +81,7 @@ def test_a_missing_snapshot_file_fails_each_claim_naming_the_file_and_the_comman
             lambda text: text.replace("# ---\n", "", 1),
             "starts a snapshot before the last one ended",
         ),
-        (lambda text: text.replace("    'after 4'", "'after 4'", 1), "damaged at line"),
+        (lambda text: text.replace("    'S5 factor 1'", "'S5 factor 1'", 1), "damaged at line"),
         (lambda text: text.rsplit("# ---", 1)[0], "never ends"),
     ],
 )
@@ -85,7 +89,7 @@ def test_a_damaged_snapshot_file_fails_naming_the_file_and_the_damage(project, d
     path = snapshot_file(project)
     path.write_text(damage(path.read_text()))
     result = project.runpytest_subprocess("claims")
-    result.assert_outcomes(passed=2, errors=4)
+    result.assert_outcomes(passed=1, errors=5)
     assert said in result.stdout.str()
     assert "test_s5_geometric_decay.ambr" in result.stdout.str()
 

@@ -1,0 +1,147 @@
+"""Benchmark: the claims against the workshop script, timed back to back on one machine.
+
+    .venv/bin/python bench/run.py [--script ../shared/seed/experiment.py] [--rounds 3]
+
+Each round runs, one after the other,
+  A  the workshop script (a copy made in a scratch folder, one thread, as reference-log runs it),
+  B  `pytest claims/`              (the full verification, log and diagrams written),
+  C  `pytest claims/ -k eval_bug`  (one claim's worth),
+so a machine that slows down or speeds up during the benchmark affects all three alike. It
+prints each command's median wall and CPU seconds and the ratios B/A and C/A, taken round by
+round and then the median. It then times training alone: seconds per 1000 SGD steps of the
+plain and the batch-norm net at depth 4, 8, 16 and 32 (in this process, one thread).
+
+These machines are shared and noisy: quote the ratios, not the seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SCRIPT = ROOT.parent / "shared" / "seed" / "experiment.py"
+
+
+@dataclass(frozen=True)
+class Timing:
+    wall: float
+    cpu: float  # user + system of the child processes
+
+
+def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> Timing:
+    """Run `cmd` to completion and measure it as a whole process (children included)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(
+        cmd, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Timing(wall, cpu)
+
+
+def commands(script: Path, scratch: Path) -> dict[str, tuple[list[str], Path, dict[str, str]]]:
+    """The three commands, each writing only into `scratch`."""
+    workshop = scratch / "script" / "workshop"
+    workshop.mkdir(parents=True)
+    shutil.copy(script, workshop / "experiment.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    script_env = {**env, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    outputs = [f"--results-log={scratch / 'results.log'}", f"--diagrams={scratch / 'diagrams'}"]
+    pytest = [sys.executable, "-m", "pytest", "claims/", "-q", "-p", "no:cacheprovider", *outputs]
+    return {
+        "workshop script": ([sys.executable, "experiment.py"], workshop, script_env),
+        "pytest claims/": (pytest, ROOT, env),
+        "pytest claims/ -k eval_bug": ([*pytest, "-k", "eval_bug"], ROOT, env),
+    }
+
+
+def seconds_per_1000_steps(depth: int, norm: str) -> float:
+    import torch
+
+    from bnvg.config import NetSpec, Workshop
+    from bnvg.data import two_moons
+    from bnvg.model import build_network
+    from bnvg.train import train
+
+    torch.set_num_threads(1)
+    workshop = Workshop(steps=1000)
+    data = two_moons(workshop)
+    train(build_network(NetSpec(depth=4)), data, 0.5, Workshop(steps=50))  # warm-up imports
+    net = build_network(NetSpec(depth=depth, norm=norm))  # type: ignore[arg-type]
+    start = time.perf_counter()
+    train(net, data, 0.5, workshop)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--script",
+        type=Path,
+        default=DEFAULT_SCRIPT,
+        help="the workshop script to compare against (copied at run time)",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds (after one warm-up)")
+    parser.add_argument(
+        "--skip-scaling", action="store_true", help="leave out the seconds-per-1000-steps table"
+    )
+    args = parser.parse_args()
+    if not args.script.is_file():
+        parser.error(f"no workshop script at {args.script}; give its path with --script")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+
+    print(
+        f"{time.strftime('%Y-%m-%d')} | {platform.machine()} | {os.cpu_count()} cores | "
+        f"{platform.processor() or platform.platform()} | python {platform.python_version()}"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        cmds = commands(args.script, Path(tmp))
+        results: dict[str, list[Timing]] = {name: [] for name in cmds}
+        for round_no in range(args.rounds + 1):  # round 0 warms caches and is not counted
+            for name, (cmd, cwd, env) in cmds.items():
+                t = timed(cmd, cwd, env)
+                if round_no:
+                    results[name].append(t)
+                print(
+                    f"  round {round_no}{' (warm-up)' if not round_no else ''}: "
+                    f"{name:<28} {t.wall:6.2f} s wall {t.cpu:6.2f} s cpu",
+                    flush=True,
+                )
+
+    base = results["workshop script"]
+    print(f"\n{'command':<28} {'median wall s':>13} {'median cpu s':>12} {'wall / script':>14}")
+    for name, timings in results.items():
+        ratios = [t.wall / b.wall for t, b in zip(timings, base, strict=True)]
+        print(
+            f"{name:<28} {statistics.median(t.wall for t in timings):>13.2f} "
+            f"{statistics.median(t.cpu for t in timings):>12.2f} "
+            f"{statistics.median(ratios):>13.3f}x"
+        )
+
+    if not args.skip_scaling:
+        print("\nseconds per 1000 training steps (one thread, in process)")
+        print(f"{'depth':>5} {'plain':>8} {'batch norm':>11}")
+        for depth in (4, 8, 16, 32):
+            plain, bn = (
+                seconds_per_1000_steps(depth, "none"),
+                seconds_per_1000_steps(depth, "batch"),
+            )
+            print(f"{depth:>5} {plain:>8.2f} {bn:>11.2f}")
+
+
+if __name__ == "__main__":
+    main()
