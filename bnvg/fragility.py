@@ -36,9 +36,9 @@ def tokens(text: str) -> list[str]:
 
 
 def skeleton(text: str) -> str:
-    """The line with every number replaced by '#': two lines that differ only in their
-    numbers have the same skeleton."""
-    return NUMBER.sub("#", text)
+    """The line with every number replaced by '#' and runs of spaces by one: two lines that
+    differ only in their numbers (and the padding that aligns them) have the same skeleton."""
+    return " ".join(NUMBER.sub("#", text).split())
 
 
 def label_of(text: str, index: int) -> str:

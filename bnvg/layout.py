@@ -138,6 +138,15 @@ def slot_keys(workshop: Workshop = WORKSHOP) -> tuple[str, ...]:
     return tuple(line.key for line in layout(workshop) if isinstance(line, Slot))
 
 
+def key_at(number: int, workshop: Workshop = WORKSHOP) -> str | None:
+    """The slot key of log line `number`, or None for fixed text or a line past the end."""
+    lines = layout(workshop)
+    if 1 <= number <= len(lines):
+        line = lines[number - 1]
+        return line.key if isinstance(line, Slot) else None
+    return None
+
+
 def line_number(key: str, workshop: Workshop = WORKSHOP) -> int:
     """The 1-based line of results.log that slot `key` fills."""
     for n, line in enumerate(layout(workshop), start=1):

@@ -27,13 +27,16 @@ from typing import Any, cast
 import pytest
 from syrupy.exceptions import SnapshotDoesNotExist
 
-from bnvg import environment
+from bnvg import claims_report, environment
 from bnvg import layout as log_layout
-from bnvg.fragility import Fragility
+from bnvg.citations import Citation, find_citations, unmatched
+from bnvg.fragility import Fragility, tokens
 from bnvg.fragility import load as load_fragility
 from bnvg.numbers import Difference, accept_drift, compare, parse_amber_dict
 
 DRIFT = "bnvg drift"  # user_properties name: one drifted number, described
+SENTENCE = "bnvg sentence"  # user_properties name: what the claim verifies (its docstring)
+STORED = "bnvg stored"  # user_properties name: the claim's snapshot lines
 OWNS = "bnvg log owns"  # user_properties name: the keys a claim owns (set at setup)
 LINE = "bnvg log line"  # user_properties name: one verified (key, text)
 NOT_VERIFIED = "[not verified"
@@ -47,6 +50,19 @@ class ClaimOutcome:
     lines: dict[str, str] = field(default_factory=dict)
     failed: bool = False
     passed: bool = False
+    skipped: bool = False
+    ran: bool = False  # False for a claim only known as deselected
+    sentence: str = ""  # the first paragraph of the claim's docstring
+    stored: dict[str, str] = field(default_factory=dict)  # its snapshot's lines
+    drift: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        if self.failed:
+            return "failed"
+        if self.passed:
+            return "drifted" if self.drift else "verified"
+        return "not run"
 
 
 @dataclass
@@ -66,14 +82,18 @@ class LogAssembly:
 class ResultsLogWriter:
     """Collects verified lines from reports (controller only) and writes the log once."""
 
-    def __init__(self, path: Path, trained: list[str], snapshot_dir: Path) -> None:
+    def __init__(
+        self, path: Path, trained: list[str], snapshot_dir: Path, torch_threads: int = 1
+    ) -> None:
         self.path = path
         self.claims: dict[str, ClaimOutcome] = {}
         self.summary: str | None = None
         self.trained = trained  # this process's training ledger; workers' are added to it
         self.snapshot_dir = snapshot_dir
+        self.torch_threads = torch_threads  # what the computing processes use
         self.drift: dict[str, None] = {}  # descriptions of drifted numbers, in report order
         self.complete = False  # whether this session verified every line of the log
+        self.report_summary: str | None = None
 
     # -- hooks (the writer is registered as a plugin on the controller) ---------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -83,6 +103,19 @@ class ResultsLogWriter:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.finish(session.config.rootpath)
         config = session.config
+        report_path = config.getoption("bnvg_claims_report")
+        if report_path:
+            path = Path(report_path)
+            text = claims_report.render(
+                {k: v for k, v in self.claims.items() if ".md::" not in k},
+                fragility_of(config),
+                log_layout.line_number,
+                diagrams_path(config),
+                path,
+                self.summary or "",
+            )
+            atomic_write(path, text)
+            self.report_summary = f"wrote the claims report {_relative(path, config.rootpath)}"
         if getattr(config.option, "update_snapshots", False) and self.complete:
             # A full update re-records every number: record the environment that computed them.
             environment.save(
@@ -98,6 +131,8 @@ class ResultsLogWriter:
         if self.summary:
             terminalreporter.write_sep("-", "results.log")
             terminalreporter.write_line(self.summary)
+        if self.report_summary:
+            terminalreporter.write_line(self.report_summary)
         if self.trained:
             terminalreporter.write_line(
                 f"trained {len(self.trained)} networks this session: " + "; ".join(self.trained)
@@ -110,9 +145,8 @@ class ResultsLogWriter:
                 terminalreporter.write_line(line)
             stored = environment.load(self.snapshot_dir)
             terminalreporter.write_line(f"snapshots recorded with: {environment.describe(stored)}")
-            terminalreporter.write_line(
-                f"this run:                {environment.describe(environment.current())}"
-            )
+            here = environment.current(self.torch_threads)
+            terminalreporter.write_line(f"this run:                {environment.describe(here)}")
             terminalreporter.write_line(
                 "The log shows the values computed here. --strict-numbers turns drift into failure."
             )
@@ -120,9 +154,16 @@ class ResultsLogWriter:
     # -- collecting ------------------------------------------------------------------------
     def add_report(self, report: pytest.TestReport) -> None:
         claim = self.claims.setdefault(report.nodeid, ClaimOutcome())
+        claim.ran = True
         for name, value in report.user_properties:
             if name == DRIFT:
                 self.drift[str(value)] = None
+                if str(value) not in claim.drift:
+                    claim.drift.append(str(value))
+            elif name == SENTENCE:
+                claim.sentence = str(value)
+            elif name == STORED:
+                claim.stored = dict(cast("dict[str, str]", value))
             elif name == OWNS:
                 claim.owns = tuple(cast("Iterable[str]", value))
             elif name == LINE:
@@ -132,6 +173,16 @@ class ResultsLogWriter:
             claim.failed = True
         elif report.when == "call" and report.passed:
             claim.passed = True
+        elif report.skipped:
+            claim.skipped = True
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        """Deselected claims are listed as "not run" in the claims report."""
+        for item in items:
+            if not isinstance(item, CitationItem):
+                self.claims.setdefault(
+                    item.nodeid, ClaimOutcome(owns=owned_keys(item), sentence=sentence_of(item))
+                )
 
     # -- assembling ------------------------------------------------------------------------
     def assemble(self) -> LogAssembly:
@@ -167,7 +218,7 @@ class ResultsLogWriter:
 
     # -- writing ---------------------------------------------------------------------------
     def finish(self, rootdir: Path) -> None:
-        if not any(claim.owns for claim in self.claims.values()):
+        if not any(claim.owns and claim.ran for claim in self.claims.values()):
             return  # no claim ran (or these are not claims): leave the log alone, say nothing
         log = self.assemble()
         self.complete = log.complete
@@ -266,6 +317,7 @@ class Quoted:
             stored_text = self._stored()
             stored = parse_amber_dict(stored_text) if stored_text is not None else None
             if stored is not None:
+                self._item.user_properties.append((STORED, stored))
                 line_of = {k: log_layout.line_number(k) for k in computed}
                 for d in compare(stored, computed, line_of, self._fragility):
                     (drift if d.is_drift and not self._strict else failures).append(d)
@@ -344,6 +396,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(default: captures/results.log under the rootdir)",
     )
     group.addoption(
+        "--workshop",
+        dest="bnvg_workshop",
+        metavar="DIR",
+        default=None,
+        help="also check every citation of the log in the Markdown files under DIR "
+        "(one test per citation; runs in one process, after the claims)",
+    )
+    group.addoption(
+        "--claims-report",
+        dest="bnvg_claims_report",
+        metavar="PATH",
+        default=None,
+        help="write a Markdown report: one row per claim (sentence, values here and in the "
+        "snapshot, robust or fragile, status, log lines), then the diagrams",
+    )
+    group.addoption(
         "--strict-numbers",
         dest="bnvg_strict_numbers",
         action="store_true",
@@ -390,10 +458,16 @@ def pytest_configure(config: pytest.Config) -> None:
         import torch
 
         torch.set_num_threads(threads)
+    workshop = config.getoption("bnvg_workshop")
+    if workshop:
+        if not Path(workshop).is_dir():
+            raise pytest.UsageError(f"--workshop {workshop}: no such folder")
+        if workshop not in config.args:
+            config.args.append(workshop)  # so its Markdown files are collected
     config.stash[TRAINED] = []
     if not hasattr(config, "workerinput"):
         writer = ResultsLogWriter(
-            results_log_path(config), config.stash[TRAINED], snapshot_dir(config)
+            results_log_path(config), config.stash[TRAINED], snapshot_dir(config), threads
         )
         config.stash[WRITER] = writer
         config.pluginmanager.register(writer, "bnvg-results-log")
@@ -427,7 +501,9 @@ def diagrams_dir(pytestconfig: pytest.Config) -> Path:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Refuse a suite in which a log line has no valid name or two owners."""
+    """Refuse a suite in which a log line has no valid name or two owners; run citations
+    last, because they read the log the claims before them verified."""
+    items.sort(key=lambda item: isinstance(item, CitationItem))
     valid = set(log_layout.slot_keys())
     owner: dict[str, str] = {}
     for item in items:
@@ -443,10 +519,104 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             owner[key] = item.nodeid
 
 
+# -- citations of the log in the workshop's Markdown (--workshop DIR) ---------------------------
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    workshop = parent.config.getoption("bnvg_workshop")
+    if (
+        workshop
+        and file_path.suffix == ".md"
+        and Path(workshop).resolve() in file_path.resolve().parents
+    ):
+        return MarkdownFile.from_parent(parent, path=file_path)
+    return None
+
+
+class MarkdownFile(pytest.File):
+    """A Markdown module of the workshop: one test per citation of the log."""
+
+    def collect(self) -> Iterable[pytest.Item]:
+        seen: dict[int, int] = {}
+        shown = _relative(self.path, self.config.rootpath)
+        for citation in find_citations(shown, self.path.read_text()):
+            seen[citation.md_line] = seen.get(citation.md_line, 0) + 1
+            n = seen[citation.md_line]
+            name = f"line {citation.md_line}" + (f" ({n})" if n > 1 else "")
+            yield CitationItem.from_parent(self, name=name, citation=citation)
+
+
+class CitationError(Exception):
+    """A citation the log no longer supports."""
+
+
+class CitationItem(pytest.Item):
+    """Checks one citation against the log this session verified."""
+
+    def __init__(self, *, citation: Citation, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.citation = citation
+
+    def runtest(self) -> None:
+        writer = self.config.stash.get(WRITER, None)
+        if writer is None:
+            raise CitationError("citations need the whole log: run --workshop without -n")
+        log_lines = writer.assemble().text.splitlines()
+        missing, absent = unmatched(self.citation, log_lines)
+        problems = [f"cites line {n}, but results.log has {len(log_lines)} lines" for n in missing]
+        for quoted in absent:
+            drift = self._drift(quoted, log_lines)
+            if drift:
+                self.user_properties.append((DRIFT, drift))
+                continue
+            cited = "; ".join(
+                f"line {n} says {log_lines[n - 1].strip()!r}"
+                for n in self.citation.lines
+                if 1 <= n <= len(log_lines)
+            )
+            problems.append(f"quotes {quoted}, which no cited line says: {cited}")
+        if problems:
+            raise CitationError("\n".join(problems))
+
+    def _drift(self, quoted: str, log_lines: list[str]) -> str | None:
+        """A description if `quoted` is a fragile number of a cited line, within its band."""
+        fragility = fragility_of(self.config)
+        for n in self.citation.lines:
+            key = log_layout.key_at(n)
+            if key is None or not 1 <= n <= len(log_lines):
+                continue
+            for i, printed in enumerate(tokens(log_lines[n - 1])):
+                band = fragility.band(key, i)
+                if band is not None and float(quoted) in band:
+                    return (
+                        f"{self.citation.path}:{self.citation.md_line} quotes {quoted}; "
+                        f"log line {n} says {printed} ({band}, platform-dependent)"
+                    )
+        return None
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, CitationError):
+            return (
+                f"{self.citation.path}:{self.citation.md_line}: {excinfo.value}\n"
+                f"  the sentence: {self.citation.sentence}"
+            )
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.citation.md_line - 1, f"citation of results.log {self.name}"
+
+
+def sentence_of(item: pytest.Item) -> str:
+    doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
+    return " ".join(doc.strip().split("\n\n")[0].split())
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     keys = owned_keys(item)
     if keys:
         item.user_properties.append((OWNS, keys))
+    if not isinstance(item, CitationItem):
+        item.user_properties.append((SENTENCE, sentence_of(item)))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -465,7 +635,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
     narrowed = (
-        config.option.keyword
+        config.getoption("bnvg_workshop")  # citations read the whole log: one process
+        or config.option.keyword
         or config.option.markexpr
         or any("::" in arg or Path(arg).is_file() for arg in config.args)
     )

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from bnvg.config import Workshop
     from bnvg.data import TwoMoons
+    from bnvg.fragility import Fragility
     from bnvg.measure import AtInit
     from bnvg.runs import RunCache, TrainedRun
 
@@ -58,10 +59,22 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.fixture(scope="session")
-def workshop() -> Workshop:
+def workshop(pytestconfig: pytest.Config) -> Workshop:
+    """The workshop's recipe; --sampler-seed K (for the sweep) changes the minibatch order."""
+    import dataclasses
+
     from bnvg.config import WORKSHOP
 
-    return WORKSHOP
+    seed = pytestconfig.getoption("bnvg_sampler_seed")
+    return WORKSHOP if seed is None else dataclasses.replace(WORKSHOP, sampler_seed=seed)
+
+
+@pytest.fixture(scope="session")
+def fragility(pytestconfig: pytest.Config) -> Fragility:
+    """The sweep's committed table: which numbers travel between machines, and over seeds."""
+    from bnvg.plugin import fragility_of
+
+    return fragility_of(pytestconfig)
 
 
 @pytest.fixture(scope="session")

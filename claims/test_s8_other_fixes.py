@@ -91,3 +91,17 @@ def test_relu_and_slope_figure_is_drawn(figures, diagrams_dir, quoted, png):
     """Figure: "ReLU and its slope": slope exactly 1 where active, so no shrinkage."""
     png(figures.relu_and_deriv(diagrams_dir))
     quoted.lines({"plot relu_and_deriv.png": fmt.plot_saved("relu_and_deriv.png")})
+
+
+@pytest.mark.runs("layer norm")
+def test_layer_norm_ends_at_90_percent_or_more_in_only_3_of_8_sampler_seeds(runs, fragility):
+    """Workshop: "layer norm ... 100.0%" is luck of the draw: over minibatch-sampler seeds 0-7
+    the same net ends at 51.5, 100, 92.5, 48.5, 51.5, 48.5, 48.5 and 96.5%, at or above 90% in
+    3 of 8. Evidence: the sweep's table (snapshots/fragility.md, `pytest sweep/`), whose seed-0
+    value must be the one this run computed, on one of the platforms the sweep saw."""
+    token = fragility.lines["S8 layer norm"]["tokens"][1]
+    here = f"{runs.get('layer norm').history.final_acc * 100:.1f}"
+    assert here in {token["reference"], *token["rounding"].values()}
+    finals = [token["reference"], *token["seeds"].values()]
+    assert len(finals) == 8
+    assert sum(float(v) >= 90 for v in finals) == 3
