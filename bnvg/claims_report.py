@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from bnvg.fragility import Fragility, tokens
 
 if TYPE_CHECKING:
-    from bnvg.plugin import ClaimOutcome
+    from bnvg.results_log import ClaimOutcome
 
 STATUSES = ("verified", "drifted", "failed", "not run")
 

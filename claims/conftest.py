@@ -72,7 +72,7 @@ def workshop(pytestconfig: pytest.Config) -> Workshop:
 @pytest.fixture(scope="session")
 def fragility(pytestconfig: pytest.Config) -> Fragility:
     """The sweep's committed table: which numbers travel between machines, and over seeds."""
-    from bnvg.plugin import fragility_of
+    from bnvg.settings import fragility_of
 
     return fragility_of(pytestconfig)
 

@@ -35,9 +35,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def write_table(all_variants: list[Variant]) -> None:
+    from bnvg.atomic import atomic_write
     from bnvg.fragility import TABLE_JSON, TABLE_MD, build_table, render_markdown
     from bnvg.layout import line_number, slot_keys
-    from bnvg.plugin import atomic_write
 
     logs = {v.name: v.log.read_text().splitlines() for v in all_variants}
     published = PUBLISHED.read_text().splitlines() if PUBLISHED.exists() else None

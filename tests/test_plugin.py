@@ -5,8 +5,9 @@ import textwrap
 
 import pytest
 
+from bnvg.atomic import atomic_write
 from bnvg.layout import layout, line_number, slot_keys
-from bnvg.plugin import NOT_VERIFIED, atomic_write
+from bnvg.results_log import NOT_VERIFIED
 
 N_LINES = len(layout())
 
