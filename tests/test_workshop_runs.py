@@ -4,6 +4,7 @@ Each writes its log and diagrams to a scratch folder, never to the repository's.
 """
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -91,6 +92,58 @@ def test_serial_and_parallel_runs_write_the_committed_log_and_diagrams_byte_for_
     for png in (ROOT / "diagrams").glob("*.png"):
         assert (serial_diagrams / png.name).read_bytes() == png.read_bytes(), png.name
         assert (parallel_diagrams / png.name).read_bytes() == png.read_bytes(), png.name
+
+
+@pytest.mark.parametrize(
+    ("how", "args", "env"),
+    [
+        ("shuffled, seed 1", ["-n", "0", "-p", "randomly", "--randomly-seed=1"], {}),
+        (
+            "shuffled, seed 2, on two workers",
+            ["-n", "2", "-p", "randomly", "--randomly-seed=2"],
+            {},
+        ),
+        ("with OMP_NUM_THREADS=8 set by the user", [], {"OMP_NUM_THREADS": "8"}),
+    ],
+)
+def test_the_log_does_not_depend_on_order_distribution_or_thread_settings(tmp_path, how, args, env):
+    stdout, log, _ = run_claims(tmp_path, *args, env=env)
+    assert log.read_bytes() == (ROOT / "captures" / "results.log").read_bytes(), how
+    if "randomly" in args:
+        assert "Using --randomly-seed=" in stdout
+
+
+def test_a_partial_update_touches_no_other_snapshot_file(tmp_path):
+    """`pytest claims/ -k eval_bug --snapshot-update` rewrites at most the eval-bug claims'
+    file, and leaves every other snapshot file (and the recorded environment) as it was."""
+    project = tmp_path / "project"
+    for name in ("claims", "snapshots"):
+        shutil.copytree(ROOT / name, project / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("conftest.py", "pyproject.toml"):
+        shutil.copy(ROOT / name, project / name)
+    before = {p.name: p.read_bytes() for p in (project / "snapshots").iterdir()}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "claims/",
+            "-k",
+            "eval_bug",
+            "--snapshot-update",
+            "-p",
+            "no:cacheprovider",
+            f"--diagrams={tmp_path / 'diagrams'}",
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")},
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    after = {p.name: p.read_bytes() for p in (project / "snapshots").iterdir()}
+    assert after == before
 
 
 @pytest.mark.skipif(not REFERENCE_LOG.exists(), reason="needs ../shared/tools/reference-log")
