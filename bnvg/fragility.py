@@ -56,6 +56,9 @@ def label_of(text: str, index: int) -> str:
         if not NUMBER.fullmatch(w.strip("%,:()[]'"))
     ]
     label = re.sub(r"^[^A-Za-z]+|[\s,:(]+$", "", " ".join(words))
+    if not label:  # nothing names it before: "(3015x smaller)" is named by what follows
+        after = re.split(r"[,;:|()\[\]]", text[matches[index].end() :])[0]
+        label = " ".join(w for w in after.split() if re.search(r"[A-Za-z]", w))
     return label or f"number {index + 1}"
 
 

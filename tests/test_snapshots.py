@@ -102,5 +102,10 @@ def test_a_full_update_removes_snapshots_no_claim_uses_and_a_partial_one_removes
         passed=1
     )
     assert "test_a_claim_that_was_removed" in path.read_text()
+    unused = project.runpytest_subprocess("claims", "--snapshot-details")
+    assert unused.ret == 1  # a full normal run fails on the unused snapshot, naming it
+    unused.stdout.fnmatch_lines(
+        ["Unused test_a_claim_that_was_removed (snapshots/test_s5_geometric_decay.ambr)"]
+    )
     project.runpytest_subprocess("claims", "--snapshot-update").assert_outcomes(passed=6)
     assert "test_a_claim_that_was_removed" not in path.read_text()
