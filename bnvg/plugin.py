@@ -1,23 +1,13 @@
-"""The pytest plugin: writes captures/results.log from the claims that passed.
+"""The pytest plugin of bnvg, loaded by the root conftest.py.
 
-This module holds the options, the fixtures and the hooks; the work is done by
-`results_log` (the writer), `quoting` (numbers against snapshots), `citation_items`
-(--workshop) and `claims_report` (--claims-report).
+It writes captures/results.log from the claims that passed (see `bnvg.results_log` for the
+rules that keep every line at the number the text cites), checks the claims' numbers
+against their snapshots (`bnvg.quoting`), checks the workshop's citations of the log
+(`--workshop`, `bnvg.citation_items`) and writes the claims report (`--claims-report`,
+`bnvg.claims_report`). This module holds only the options, the fixtures and the hooks.
 
-Each claim declares the log lines it owns with `@pytest.mark.log_lines("S2 max slope", ...)`
-and fills them through the `quoted` fixture once it has verified them (`quoted` compares
-their numbers with the snapshot first; `results_log` writes a line unchecked). The text rides on
-the test report (`user_properties`), so under pytest-xdist it travels to the controller, the
-only process that writes. At the end of the session the plugin lays the lines out as the
-workshop script does (`bnvg.layout`), so every line keeps the number the text cites:
-
-- a line whose claim passed holds the verified text;
-- a line whose claim failed, or that no claim filled, holds a `[not verified: ...]` marker;
-- a run that left lines unfilled (-k, -m, -x, an interrupt) never replaces a complete log;
-- the file is replaced atomically, so an interrupted write leaves the previous log whole.
-
-The plugin also pins torch to one intra-op thread in every process: the thread count changes
-training results, and the log must not depend on the machine.
+It also pins torch to one intra-op thread (--torch-threads) in every process that computes:
+the thread count changes training results, and the log must not depend on the machine.
 """
 
 from __future__ import annotations
