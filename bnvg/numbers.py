@@ -67,14 +67,13 @@ def compare(
 
 
 def with_numbers_from(text: str, replacements: Mapping[int, str]) -> str:
-    """`text` with token i replaced by replacements[i]."""
-    counter = iter(range(10**6))
-
-    def swap(match: object) -> str:
-        i = next(counter)
-        return replacements.get(i, match.group(0))  # type: ignore[attr-defined]
-
-    return NUMBER.sub(swap, text)
+    """`text` with token i replaced by replacements[i]; everything else kept as it is."""
+    parts: list[str] = []
+    end = 0
+    for i, match in enumerate(NUMBER.finditer(text)):
+        parts += [text[end : match.start()], replacements.get(i, match.group(0))]
+        end = match.end()
+    return "".join(parts) + text[end:]
 
 
 def accept_drift(computed: Mapping[str, str], drift: list[Difference]) -> dict[str, str]:

@@ -56,6 +56,8 @@ class Quoted:
 
     def _stored(self) -> str | None:
         s = self._snapshot
+        # The stored value, read the way syrupy's own assertion reads it (its session's
+        # recall), so that drift can be judged before syrupy compares.
         try:
             data = s.session.recall_snapshot(s.extension, s.test_location, s.index)
         except SnapshotDoesNotExist:
