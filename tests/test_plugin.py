@@ -205,3 +205,17 @@ def test_a_narrowed_selection_runs_in_one_process_and_a_full_one_on_workers(suit
     assert "created:" not in narrowed.stdout.str()  # no workers were started
     full = pytester.runpytest("-p", "xdist", "-n", "auto")
     full.stdout.fnmatch_lines(["*created: * workers*"])
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["--torch-threads", "0"], "--torch-threads must be at least 1, got 0"),
+        (["--workshop", "no/such/folder"], "--workshop no/such/folder: no such folder"),
+    ],
+)
+def test_a_bad_option_is_refused_with_what_is_wrong(suite, pytester, option, said):
+    suite(("split", ["S1 split"]))
+    result = pytester.runpytest(*option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert said in result.stderr.str()
