@@ -55,7 +55,7 @@ def render(
         "| claim | section | verifies | here | snapshot | numbers | status | log lines |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for nodeid, claim in claims.items():
+    for nodeid, claim in sorted(claims.items()):  # by module, S0 to S9, whatever ran first
         keys = claim.owns
         here = _numbers(claim.lines, keys)
         stored = _numbers(claim.stored, keys)
