@@ -108,3 +108,14 @@ def test_band_membership():
     assert 71.5 in Band(65.0, 75.0, ())
     assert 80.0 not in Band(65.0, 75.0, ())
     assert isinstance(Difference("k", 1, "x", "1", "2"), Difference)
+
+
+def test_a_damaged_sweep_table_is_named_with_how_to_rebuild_it(tmp_path):
+    from bnvg.fragility import load
+
+    (tmp_path / "fragility.json").write_text("{not json")
+    with pytest.raises(
+        ValueError, match=r"fragility.json is damaged .*regenerate it with the sweep"
+    ):
+        load(tmp_path)
+    assert load(tmp_path / "nowhere") is EMPTY  # no table yet: every number is robust
