@@ -12,6 +12,8 @@ import platform
 from importlib import metadata
 from pathlib import Path
 
+from bnvg.atomic import atomic_write
+
 FILE = "environment.json"
 
 
@@ -41,8 +43,8 @@ def load(snapshot_dir: Path) -> dict[str, str]:
 
 
 def save(snapshot_dir: Path, env: dict[str, str]) -> None:
-    snapshot_dir.mkdir(parents=True, exist_ok=True)
-    (snapshot_dir / FILE).write_text(json.dumps(env, indent=2, sort_keys=True) + "\n")
+    # Atomic: it sits beside the snapshots, which an interrupted run must never damage.
+    atomic_write(snapshot_dir / FILE, json.dumps(env, indent=2, sort_keys=True) + "\n")
 
 
 def describe(env: dict[str, str]) -> str:

@@ -10,8 +10,6 @@ This is the only module that imports matplotlib, so claims that draw nothing nev
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -24,6 +22,7 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from bnvg.atomic import replacing
 from bnvg.data import TwoMoons
 from bnvg.measure import AtInit
 from bnvg.model import TinyNet
@@ -35,16 +34,12 @@ RED, GREEN, BLUE, ORANGE, PURPLE = "#d32f2f", "#2e7d32", "#1976d2", "#ef6c00", "
 
 def save(fig: Figure, folder: Path, name: str) -> Path:
     """Save `fig` as folder/name atomically and close it."""
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=150, bbox_inches="tight", format="png")
-        os.replace(tmp, path)
+        with replacing(path) as tmp:
+            fig.savefig(tmp, dpi=150, bbox_inches="tight", format="png")
     finally:
         plt.close(fig)
-        Path(tmp).unlink(missing_ok=True)
     return path
 
 

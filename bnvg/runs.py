@@ -10,7 +10,6 @@ and hands out frozen results, so claims that quote the same run share one traini
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from types import MappingProxyType
 import torch
 from filelock import FileLock, Timeout
 
+from bnvg.atomic import replacing
 from bnvg.config import PLAIN, WORKSHOP, NetSpec, Workshop
 from bnvg.data import TwoMoons, two_moons
 from bnvg.measure import init_grad_ratio
@@ -199,9 +199,8 @@ def _fingerprint(spec: RunSpec, workshop: Workshop) -> str:
 def _save(run: TrainedRun, path: Path) -> None:
     h = run.history
     payload = {"history": [list(h.step), list(h.loss), list(h.test_acc)], "state": dict(run._state)}
-    tmp = path.with_suffix(".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
+    with replacing(path) as tmp:
+        torch.save(payload, tmp)
 
 
 def _load(spec: RunSpec, path: Path) -> TrainedRun:
