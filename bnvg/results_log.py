@@ -44,7 +44,6 @@ class ClaimOutcome:
     lines: dict[str, str] = field(default_factory=dict)
     failed: bool = False
     passed: bool = False
-    skipped: bool = False
     ran: bool = False  # False for a claim only known as deselected
     sentence: str = ""  # the first paragraph of the claim's docstring
     stored: dict[str, str] = field(default_factory=dict)  # its snapshot's lines
@@ -85,9 +84,13 @@ class ResultsLogWriter:
         self.trained = trained  # this process's training ledger; workers' are added to it
         self.snapshot_dir = snapshot_dir
         self.torch_threads = torch_threads  # what the computing processes use
-        self.drift: dict[str, None] = {}  # descriptions of drifted numbers, in report order
         self.complete = False  # whether this session verified every line of the log
         self.report_summary: str | None = None
+
+    @property
+    def drift(self) -> list[str]:
+        """Every drifted number of the session (claims' and citations'), in report order."""
+        return [d for claim in self.claims.values() for d in claim.drift]
 
     # -- hooks (the writer is registered as a plugin on the controller) ---------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -151,7 +154,6 @@ class ResultsLogWriter:
         claim.ran = True
         for name, value in report.user_properties:
             if name == DRIFT:
-                self.drift[str(value)] = None
                 if str(value) not in claim.drift:
                     claim.drift.append(str(value))
             elif name == SENTENCE:
@@ -167,8 +169,6 @@ class ResultsLogWriter:
             claim.failed = True
         elif report.when == "call" and report.passed:
             claim.passed = True
-        elif report.skipped:
-            claim.skipped = True
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         """Deselected claims are listed as "not run" in the claims report."""
