@@ -70,7 +70,6 @@ def commands(script: Path, scratch: Path) -> dict[str, tuple[list[str], Path, di
 
 def seconds_per_1000_steps(depth: int, norm: str) -> float:
     import torch
-
     from bnvg.config import NetSpec, Workshop
     from bnvg.data import two_moons
     from bnvg.model import build_network

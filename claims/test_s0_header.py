@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from bnvg import logformat as fmt
+from bnvg.log import fill
 
 
 @pytest.mark.log_lines("versions")
@@ -15,4 +15,4 @@ def test_the_log_names_the_torch_and_numpy_that_computed_it(workshop, results_lo
     # The thread count changes training results too: one, unless the sweep asked otherwise.
     assert torch.get_num_threads() == pytestconfig.getoption("bnvg_torch_threads")
     assert workshop.seed == 0
-    results_log.write("versions", fmt.versions(torch.__version__, np.__version__, workshop.seed))
+    results_log.write(fill.versions(torch.__version__, np.__version__))

@@ -3,37 +3,40 @@
 import numpy as np
 import pytest
 
-from bnvg import logformat as fmt
+from bnvg.figures import series
+from bnvg.log import fill
+from bnvg.log.readings import at_least, below, exactly
 
 
 @pytest.mark.log_lines("S1 samples")
 def test_two_moons_has_1000_points_500_per_class_with_noise_0_1(data, workshop, quoted):
     """Workshop: "samples: 1000 (500 per class), noise sigma = 0.1"."""
-    counts = np.bincount(data.y.astype(int))
-    assert len(data.X) == 1000
-    assert counts.tolist() == [500, 500]
+    assert np.bincount(data.y.astype(int)).tolist() == [500, 500]
     assert workshop.noise == 0.1
-    quoted.lines({"S1 samples": fmt.samples(len(data.X), workshop.noise)})
+    quoted.lines(fill.samples(data), holds={"points": exactly(1000)})
 
 
 @pytest.mark.log_lines("S1 split")
 def test_800_points_train_and_200_never_trained_on_points_test(data, quoted):
     """Workshop: "split: 800 train / 200 test"."""
-    n_train, n_test = len(data.X_train), len(data.X_test)
-    assert (n_train, n_test) == (800, 200)
-    quoted.lines({"S1 split": fmt.split(n_train, n_test)})
+    line = fill.split(len(data.X_train), len(data.X_test))
+    quoted.lines(line, holds={"training points": exactly(800), "test points": exactly(200)})
 
 
 @pytest.mark.log_lines("S1 feature std")
 def test_input_features_have_std_0_890_and_0_511(data, quoted):
     """Workshop: "input feature std: x1 = 0.890, x2 = 0.511": the inputs are already of order 1."""
     x1, x2 = data.feature_std()
-    assert 0.5 < x2 < x1 < 1.0
-    quoted.lines({"S1 feature std": fmt.feature_std(x1, x2)})
+    assert x2 < x1
+    quoted.lines(
+        fill.feature_std(x1, x2), holds={"std of x1": below(1.0), "std of x2": at_least(0.5)}
+    )
 
 
 @pytest.mark.log_lines("plot two_moons.png")
-def test_two_moons_figure_is_drawn(data, figures, diagrams_dir, quoted, png):
+def test_two_moons_figure_is_drawn(data, figure, draw, quoted):
     """Figure: "The two-moons task: no straight line separates these"."""
-    png(figures.two_moons(data, diagrams_dir))
-    quoted.lines({"plot two_moons.png": fmt.plot_saved("two_moons.png")})
+    points = series.two_moons(data)
+    figure.check(points)
+    figure.saved(draw.two_moons(points, figure.folder))
+    quoted.lines(fill.plot_saved("two_moons.png"))

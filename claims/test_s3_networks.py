@@ -3,19 +3,20 @@
 import pytest
 import torch
 
-from bnvg import logformat as fmt
-from bnvg.config import NetSpec
-from bnvg.model import build_network, parameter_count, weight_checksum
+from bnvg.experiment.config import NetSpec
+from bnvg.experiment.model import build_network, parameter_count, weight_checksum
+from bnvg.log import fill
+from bnvg.log.readings import at_most, exactly
 
-CHECKSUM_LINES = ["S3 checksum 1", "S3 checksum 2", "S3 checksum 3"]
+CHECKSUM_LINES = ["S3 checksum plain", "S3 checksum bn", "S3 identical weights"]
 
 
 @pytest.mark.log_lines("S3 parameters")
 def test_plain_net_has_77_parameters(quoted):
     """Workshop: "plain net parameters: 77": 2->4, three 4->4 hidden layers and 4->1, with biases."""
     n = parameter_count(build_network(NetSpec()))
-    assert n == (2 * 4 + 4) + 3 * (4 * 4 + 4) + (4 + 1) == 77
-    quoted.lines({"S3 parameters": fmt.parameters(n)})
+    assert n == (2 * 4 + 4) + 3 * (4 * 4 + 4) + (4 + 1)
+    quoted.lines(fill.parameters(n), holds={"parameters": exactly(77)})
 
 
 @pytest.mark.log_lines(*CHECKSUM_LINES)
@@ -25,9 +26,8 @@ def test_plain_and_batch_norm_nets_start_from_identical_weights(quoted):
     for p_lin, b_lin in zip([*plain.hidden, plain.out], [*bn.hidden, bn.out], strict=True):
         assert torch.equal(p_lin.weight, b_lin.weight)
         assert torch.equal(p_lin.bias, b_lin.bias)
-    sums = weight_checksum(plain), weight_checksum(bn)
-    assert sums[0] == sums[1]
-    quoted.lines(dict(zip(CHECKSUM_LINES, fmt.checksums(*sums), strict=True)))
+    lines = fill.checksums(weight_checksum(plain), weight_checksum(bn))
+    quoted.lines(lines, holds={"checksums equal": exactly(True)})
 
 
 @pytest.mark.log_lines("S3 layer-2 weights")
@@ -36,6 +36,7 @@ def test_default_init_keeps_layer_2_weights_below_one_half_with_std_0_31(worksho
     PyTorch draws from U(-1/sqrt(fan_in), 1/sqrt(fan_in)) = U(-0.5, 0.5), a sub-unity scale."""
     w = build_network(NetSpec()).hidden[1].weight
     std, max_abs = w.std().item(), w.abs().max().item()
-    assert max_abs <= 1 / workshop.width**0.5
     assert 0.2 < std < 0.4
-    quoted.lines({"S3 layer-2 weights": fmt.weight_stats(std, max_abs, workshop.width)})
+    quoted.lines(
+        fill.weight_stats(std, max_abs), holds={"max |w|": at_most(1 / workshop.width**0.5)}
+    )

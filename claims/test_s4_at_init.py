@@ -6,25 +6,19 @@ receives ~3000x less than the output layer; batch norm keeps every layer's signa
 
 import pytest
 
-from bnvg import logformat as fmt
-from bnvg.layout import FIGURES
+from bnvg.figures import series
+from bnvg.log import fill
+from bnvg.log.layout import FIGURES
+from bnvg.log.readings import above, at_most, exactly
 
 DEPTH = 4
 
 
-def table_lines(which, m):
-    """The S4 table of one net: its loss line, one row per layer and the output row."""
-    lines = {f"S4 {which} loss": fmt.at_init_loss(fmt.AT_INIT_LABELS[which], m)}
-    lines |= {f"S4 {which} layer {r.layer}": fmt.at_init_row(r) for r in m.layers}
-    lines[f"S4 {which} output"] = fmt.at_init_output(m)
-    return lines
-
-
-def table_keys(which):
+def table_keys(net):
     return [
-        f"S4 {which} loss",
-        *(f"S4 {which} layer {k}" for k in range(1, DEPTH + 1)),
-        f"S4 {which} output",
+        f"S4 {net} loss",
+        *(f"S4 {net} layer {k}" for k in range(1, DEPTH + 1)),
+        f"S4 {net} output",
     ]
 
 
@@ -35,8 +29,10 @@ def test_plain_net_weight_gradients_grow_toward_the_output(at_init, quoted):
     m = at_init["plain"]
     grads = [r.w_grad for r in m.layers] + [m.out_grad]
     assert grads == sorted(grads)
-    assert all(r.slope <= 0.25 and r.sat_pct == 0.0 for r in m.layers)
-    quoted.lines(table_lines("plain", m))
+    quoted.lines(
+        fill.at_init_table("plain", m),
+        holds={"mean slope": at_most(0.25), "% slope < .05": exactly(0.0)},
+    )
 
 
 @pytest.mark.log_lines(*table_keys("batch"))
@@ -44,7 +40,7 @@ def test_batch_norm_net_weight_gradients_stay_within_one_order_of_magnitude(at_i
     """The BATCHNORM table: every layer's ||dL/dW|| is within 10x of the output layer's."""
     m = at_init["batch"]
     assert all(r.w_grad > m.out_grad / 10 for r in m.layers)
-    quoted.lines(table_lines("batch", m))
+    quoted.lines(fill.at_init_table("batch", m))
 
 
 def test_batch_norm_keeps_std_of_z_at_1(at_init):
@@ -57,9 +53,10 @@ def test_batch_norm_keeps_std_of_z_at_1(at_init):
 @pytest.mark.log_lines("S4 plain ratio")
 def test_plain_net_first_layer_gradient_is_3000x_smaller_than_output(at_init, quoted):
     """Workshop: "gradient ratio, layer 1 vs output: 3.32e-04 (3015x smaller)"."""
-    m = at_init["plain"]
-    assert 1000 < m.times_smaller < 10000
-    quoted.lines({"S4 plain ratio": fmt.at_init_ratio(m)})
+    quoted.lines(
+        fill.at_init_ratio("plain", at_init["plain"]),
+        holds={"times smaller": above(1000), "gradient ratio": at_most(1e-3)},
+    )
 
 
 @pytest.mark.log_lines("S4 batch ratio")
@@ -67,7 +64,7 @@ def test_batch_norm_first_layer_gradient_is_only_4x_smaller_than_output(at_init,
     """Workshop: "gradient ratio, layer 1 vs output: 2.29e-01 (4x smaller)"."""
     m = at_init["batch"]
     assert round(m.times_smaller) == 4
-    quoted.lines({"S4 batch ratio": fmt.at_init_ratio(m)})
+    quoted.lines(fill.at_init_ratio("batch", m))
 
 
 @pytest.mark.log_lines("S4 plain shrink")
@@ -75,7 +72,7 @@ def test_plain_backward_signal_shrinks_about_10x_per_layer(at_init, quoted):
     """Workshop: "backward shrink factor per layer: 0.096, 0.104, 0.120": ~0.1 per layer."""
     m = at_init["plain"]
     assert [round(f, 1) for f in m.shrink_factors] == [0.1] * (DEPTH - 1)
-    quoted.lines({"S4 plain shrink": fmt.at_init_shrink(m)})
+    quoted.lines(fill.at_init_shrink("plain", m))
 
 
 @pytest.mark.log_lines("S4 batch shrink")
@@ -83,22 +80,25 @@ def test_batch_norm_backward_signal_keeps_most_of_its_size_per_layer(at_init, qu
     """Workshop: "backward shrink factor per layer: 0.816, 0.703, 0.972": far from 0.1."""
     m = at_init["batch"]
     assert all(f > 0.5 for f in m.shrink_factors)
-    quoted.lines({"S4 batch shrink": fmt.at_init_shrink(m)})
+    quoted.lines(fill.at_init_shrink("batch", m))
+
+
+PLOTTED = {
+    "grad_norms_by_layer.png": lambda m: series.grad_norms_by_layer(m["plain"], m["batch"]),
+    "grad_norms_plain.png": lambda m: series.grad_norms_plain(m["plain"]),
+    "signal_decay.png": lambda m: series.signal_decay(m["plain"], m["batch"]),
+    "act_std_by_layer.png": lambda m: series.act_std_by_layer(m["plain"], m["batch"]),
+}
 
 
 @pytest.mark.parametrize(
     "name",
     [pytest.param(name, marks=pytest.mark.log_lines(f"plot {name}")) for name in FIGURES[3:7]],
 )
-def test_at_init_figure_is_drawn(name, at_init, figures, diagrams_dir, quoted, png):
+def test_at_init_figure_is_drawn(name, at_init, figure, draw, quoted):
     """Figures: gradient size per layer (both nets, and the plain net alone), the backward
     signal at each depth, and the forward activation spread."""
-    plain, bn = at_init["plain"], at_init["batch"]
-    draw = {
-        "grad_norms_by_layer.png": lambda: figures.grad_norms_by_layer(plain, bn, diagrams_dir),
-        "grad_norms_plain.png": lambda: figures.grad_norms_plain(plain, diagrams_dir),
-        "signal_decay.png": lambda: figures.signal_decay(plain, bn, diagrams_dir),
-        "act_std_by_layer.png": lambda: figures.act_std_by_layer(plain, bn, diagrams_dir),
-    }[name]
-    png(draw())
-    quoted.lines({f"plot {name}": fmt.plot_saved(name)})
+    plotted = PLOTTED[name](at_init)
+    figure.check(plotted)
+    figure.saved(getattr(draw, name.removesuffix(".png"))(plotted, figure.folder))
+    quoted.lines(fill.plot_saved(name))

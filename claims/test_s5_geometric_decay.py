@@ -2,23 +2,27 @@
 
 import pytest
 
-from bnvg import logformat as fmt
-from bnvg.decay import FACTORS, remaining
+from bnvg.experiment.config import DECAY_DEPTHS, DECAY_FACTORS
+from bnvg.experiment.decay import remaining
+from bnvg.figures import series
+from bnvg.log import fill
+
+SHALLOW, DEEP = DECAY_DEPTHS
 
 
 @pytest.mark.parametrize(
-    ("factor", "key"),
+    "factor",
     [
-        pytest.param(f, f"S5 factor {i}", marks=pytest.mark.log_lines(f"S5 factor {i}"), id=str(f))
-        for i, f in enumerate(FACTORS, start=1)
+        pytest.param(f, marks=pytest.mark.log_lines(f"S5 factor {f}"), id=str(f))
+        for f in DECAY_FACTORS
     ],
 )
-def test_factor_per_layer_compounds_over_4_and_10_layers(factor, key, quoted):
+def test_factor_per_layer_compounds_over_4_and_10_layers(factor, quoted):
     """Workshop: "factor 0.25: after 4 layers -> 3.91e-03, after 10 layers -> 9.54e-07"."""
-    after_4, after_10 = remaining(factor, 4), remaining(factor, 10)
-    assert after_10 == pytest.approx(after_4 * factor**6)
-    assert after_10 < after_4 < factor
-    quoted.lines({key: fmt.decay(factor, after_4, after_10)})
+    after_shallow, after_deep = remaining(factor, SHALLOW), remaining(factor, DEEP)
+    assert after_deep == pytest.approx(after_shallow * factor ** (DEEP - SHALLOW))
+    assert after_deep < after_shallow < factor
+    quoted.lines(fill.decay(factor, after_shallow, after_deep))
 
 
 def test_a_quarter_per_layer_leaves_under_one_millionth_after_10_layers():
@@ -28,7 +32,9 @@ def test_a_quarter_per_layer_leaves_under_one_millionth_after_10_layers():
 
 
 @pytest.mark.log_lines("plot geometric_decay.png")
-def test_geometric_decay_figure_is_drawn(figures, diagrams_dir, quoted, png):
+def test_geometric_decay_figure_is_drawn(figure, draw, quoted):
     """Figure: "Multiplying one factor per layer is geometric decay"."""
-    png(figures.geometric_decay(FACTORS, diagrams_dir))
-    quoted.lines({"plot geometric_decay.png": fmt.plot_saved("geometric_decay.png")})
+    decay = series.geometric_decay(DECAY_FACTORS)
+    figure.check(decay)
+    figure.saved(draw.geometric_decay(decay, figure.folder))
+    quoted.lines(fill.plot_saved("geometric_decay.png"))

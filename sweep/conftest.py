@@ -1,12 +1,12 @@
-"""The sweep: which numbers of the log travel between machines (see bnvg.fragility).
+"""The sweep: which numbers of the log travel between machines (see bnvg.evidence.fragility).
 
     .venv/bin/pytest sweep/
 
 Each test runs the whole claims suite in a subprocess, in a scratch copy of the project, under
 one variant: a torch CPU capability (ATEN_CPU_CAPABILITY) and thread count, or another
-minibatch-sampler seed. pytest-xdist runs the variants side by side. When every variant has
-run, the controller compares their logs with the reference variant's and with the published
-log, and writes snapshots/fragility.json (read by the claims) and snapshots/fragility.md.
+minibatch-sampler seed, and keeps its session record. pytest-xdist runs the variants side by
+side. When every variant has run, the controller merges the records, with the published log,
+into snapshots/evidence/fragility.json (read by the claims) and fragility.md (for people).
 A partial sweep (-k) writes nothing.
 """
 
@@ -16,7 +16,7 @@ import json
 import shutil
 
 import pytest
-from variants import PUBLISHED, ROOT, SWEEP_DIR, Variant, reference, variants
+from variants import PROJECT, SWEEP_DIR, Variant, reference, variants
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -29,35 +29,47 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if hasattr(session.config, "workerinput"):
         return
     all_variants = variants()
-    if not all(v.log.exists() for v in all_variants):
+    if not all(v.record.exists() for v in all_variants):
         return  # a partial sweep: leave the committed table alone
     write_table(all_variants)
 
 
 def write_table(all_variants: list[Variant]) -> None:
-    from bnvg.atomic import atomic_write
-    from bnvg.fragility import TABLE_JSON, TABLE_MD, build_table, render_markdown
-    from bnvg.layout import line_number, slot_keys
+    from bnvg.evidence import fragility_report
+    from bnvg.evidence.fragility import build_document, from_document
+    from bnvg.evidence.record import Record
+    from bnvg.files import atomic_write
+    from bnvg.log.layout import layout, line_number
+    from bnvg.log.published import read_published
 
-    logs = {v.name: v.log.read_text().splitlines() for v in all_variants}
-    published = PUBLISHED.read_text().splitlines() if PUBLISHED.exists() else None
-    table = build_table(
-        {key: line_number(key) for key in slot_keys()},
-        reference().name,
-        {v.name: logs[v.name] for v in all_variants if v.group == "rounding"},
-        {v.name: logs[v.name] for v in all_variants if v.group == "seeds"},
-        published,
-    )
-    described = {
-        v.name: (
-            f"ATEN_CPU_CAPABILITY={v.capability}, {v.threads} thread(s)"
-            + (f", sampler seed {v.sampler_seed}" if v.sampler_seed is not None else "")
-        )
-        for v in all_variants
-    }
+    records = {v.name: Record.load(v.record) for v in all_variants}
+    ref = reference().name
+    readings = {name: dict(r.readings) for name, r in records.items()}
+    rounding = [v.name for v in all_variants if v.group == "rounding"]
+    published = read_published(PROJECT.published_log) if PROJECT.published_log.exists() else None
+    described = {v.name: v.describe() for v in all_variants}
     if published is not None:
         described["published"] = "the published log (torch 2.12.1)"
-    document = {"reference": reference().name, "variants": described, "lines": table}
-    snapshots = ROOT / "snapshots"
-    atomic_write(snapshots / TABLE_JSON, json.dumps(document, indent=1) + "\n")
-    atomic_write(snapshots / TABLE_MD, render_markdown(table, described))
+    keys = {r.key for rs in readings.values() for r in rs.values()}
+    document = build_document(
+        reference=(ref, readings[ref]),
+        rounding={v: readings[v] for v in rounding if v != ref},
+        seeds={v.name: readings[v.name] for v in all_variants if v.group == "seeds"},
+        published=published,
+        line_of={key: line_number(key) for key in keys},
+        tables={
+            v: {
+                name: {c: list(t.columns[c]) for c in t.columns}
+                for name, t in records[v].tables.items()
+            }
+            for v in rounding
+        },
+        variants=described,
+    )
+    sections = {
+        n: (line.fill().text if line.key else line.template.render({}, {}))
+        for n, line in enumerate(layout(), start=1)
+        if line.heading == "section"
+    }
+    atomic_write(PROJECT.fragility_json, json.dumps(document, indent=1, sort_keys=True) + "\n")
+    atomic_write(PROJECT.fragility_md, fragility_report.render(from_document(document), sections))

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-PUBLISHED = ROOT.parent / "shared" / "seed" / "results.published.log"
-SWEEP_DIR = ROOT / "build" / "sweep"  # shared by the controller and its workers
+from bnvg.places import Places
+
+PROJECT = Places(Path(__file__).resolve().parent.parent)
+SWEEP_DIR = PROJECT.root / "build" / "sweep"  # shared by the controller and its workers
 SEEDS = range(1, 8)  # seed 0 is the reference run itself
 
 
@@ -22,8 +22,15 @@ class Variant:
     sampler_seed: int | None = None
 
     @property
-    def log(self) -> Path:
-        return SWEEP_DIR / f"{self.name}.log"
+    def record(self) -> Path:
+        """Where this variant's session record (its fragment of the table) is kept."""
+        return SWEEP_DIR / f"{self.name}.json"
+
+    def describe(self) -> str:
+        said = f"ATEN_CPU_CAPABILITY={self.capability}, {self.threads} thread(s)"
+        return said + (
+            f", sampler seed {self.sampler_seed}" if self.sampler_seed is not None else ""
+        )
 
 
 def capabilities() -> list[str]:
@@ -58,21 +65,21 @@ def reference() -> Variant:
 
 def scratch_copy(into: Path) -> Path:
     """The project's claims, snapshots and configuration, in a folder of their own: each
-    variant rewrites its snapshots there (--snapshot-update) so that a changed number
-    shows in its log instead of failing its claim."""
+    variant rewrites its snapshots there (--snapshot-update) so that a changed number is
+    recorded instead of failing its claim."""
     for name in ("claims", "snapshots"):
-        shutil.copytree(ROOT / name, into / name, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            PROJECT.root / name, into / name, ignore=shutil.ignore_patterns("__pycache__")
+        )
     for name in ("conftest.py", "pyproject.toml"):
-        shutil.copy(ROOT / name, into / name)
+        shutil.copy(PROJECT.root / name, into / name)
     return into
 
 
 def environment_for(variant: Variant) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
-    env.pop("ATEN_CPU_CAPABILITY", None)
     # Two variants share the two cores; threads that spin while they wait would starve each
     # other. Waiting passively changes when a thread runs, never what it computes.
-    env["OMP_WAIT_POLICY"] = "PASSIVE"
+    env = {"OMP_WAIT_POLICY": "PASSIVE"}
     if variant.capability is not None:
         env["ATEN_CPU_CAPABILITY"] = variant.capability
     return env

@@ -2,11 +2,11 @@
 
 import pytest
 
-from bnvg.config import NetSpec, Workshop
-from bnvg.data import two_moons
-from bnvg.model import build_network
-from bnvg.runs import RunSpec, run_named
-from bnvg.train import train
+from bnvg.experiment.config import NetSpec, Workshop
+from bnvg.experiment.data import two_moons
+from bnvg.experiment.model import build_network
+from bnvg.experiment.runs import RunSpec, run_named
+from bnvg.experiment.train import train
 
 
 @pytest.mark.parametrize(

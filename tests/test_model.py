@@ -2,8 +2,8 @@
 
 import torch
 
-from bnvg.config import NetSpec
-from bnvg.model import build_network, weight_checksum
+from bnvg.experiment.config import NetSpec
+from bnvg.experiment.model import build_network, weight_checksum
 
 
 def test_repr_names_the_variant():

@@ -5,19 +5,23 @@ import textwrap
 
 import pytest
 
-from bnvg.atomic import atomic_write
-from bnvg.layout import layout, line_number, slot_keys
-from bnvg.results_log import NOT_VERIFIED
+from bnvg.files import atomic_write
+from bnvg.log.layout import claimed_keys, layout, line_number
+from bnvg.plugin.results_log import NOT_VERIFIED
 
 N_LINES = len(layout())
 
 CONFTEST = 'pytest_plugins = ["bnvg.plugin"]\n'
 
 
+def slot_keys():
+    return claimed_keys()
+
+
 def claim(name, keys, body="pass"):
     """Source of one claim owning `keys`, writing "<key> verified" for each after `body`."""
     marks = ", ".join(repr(k) for k in keys)
-    writes = "\n".join(f"    results_log.write({k!r}, '  {k} verified')" for k in keys)
+    writes = "\n".join(f"    results_log.write(LogLine({k!r}, '  {k} verified', ()))" for k in keys)
     return (
         textwrap.dedent(f"""
         @pytest.mark.log_lines({marks})
@@ -29,13 +33,16 @@ def claim(name, keys, body="pass"):
     )
 
 
+HEADER = "import pytest\nfrom bnvg.log.layout import LogLine\n"
+
+
 @pytest.fixture
 def suite(pytester):
     """Write a claims module from (name, keys[, body]) tuples; returns the log's path."""
 
     def write(*claims):
         pytester.makeconftest(CONFTEST)
-        source = "import pytest\n" + "".join(claim(*c) for c in claims)
+        source = HEADER + "".join(claim(*c) for c in claims)
         pytester.makepyfile(test_claims=source)
         return pytester.path / "captures" / "results.log"
 
@@ -75,9 +82,10 @@ def test_a_claim_failing_after_it_wrote_its_lines_still_writes_none_of_them(pyte
     pytester.makepyfile(
         test_claims="""
         import pytest
+        from bnvg.log.layout import LogLine
         @pytest.mark.log_lines("S1 split")
         def test_late_failure(results_log):
-            results_log.write("S1 split", "  split: 800 train / 200 test")
+            results_log.write(LogLine("S1 split", "  split: 800 train / 200 test", ()))
             assert False, "the check after the write failed"
         """
     )
@@ -160,9 +168,10 @@ def test_writing_a_line_the_claim_does_not_own_is_an_error(pytester):
     pytester.makepyfile(
         test_claims="""
         import pytest
+        from bnvg.log.layout import LogLine
         @pytest.mark.log_lines("S1 split")
         def test_sneaky(results_log):
-            results_log.write("S1 samples", "  samples: 3")
+            results_log.write(LogLine("S1 samples", "  samples: 3", ()))
         """
     )
     result = pytester.runpytest()
@@ -186,7 +195,7 @@ def test_an_unknown_line_name_is_refused_with_where_to_find_the_valid_ones(suite
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "*owns log line 'S1 splitt', which results.log does not have; valid names are listed by bnvg.layout.slot_keys()*"
+            "*owns log line 'S1 splitt', which results.log does not have; valid names are listed by bnvg.log.layout.claimed_keys()*"
         ]
     )
 
@@ -212,6 +221,8 @@ def test_a_narrowed_selection_runs_in_one_process_and_a_full_one_on_workers(suit
     [
         (["--torch-threads", "0"], "--torch-threads must be at least 1, got 0"),
         (["--workshop", "no/such/folder"], "--workshop no/such/folder: no such folder"),
+        (["--force-regen"], "--force-regen would update the stored numbers but not the text"),
+        (["--regen-all"], "use `pytest claims/ --snapshot-update`, which updates both"),
     ],
 )
 def test_a_bad_option_is_refused_with_what_is_wrong(suite, pytester, option, said):

@@ -1,13 +1,15 @@
 """Training runs: each trained at most once, shared exactly, handed out as independent copies."""
 
+import pytest
 import torch
 
-from bnvg.config import NetSpec, Workshop
-from bnvg.data import two_moons
-from bnvg.eval_bug import demonstrate_eval_bug
-from bnvg.measure import init_grad_ratio
-from bnvg.model import build_network
-from bnvg.runs import RUNS, RunCache, RunSpec, train_run
+from bnvg.experiment.config import NetSpec, Workshop
+from bnvg.experiment.data import two_moons
+from bnvg.experiment.eval_bug import demonstrate_eval_bug
+from bnvg.experiment.measure import init_grad_ratio
+from bnvg.experiment.model import build_network
+from bnvg.experiment.run_cache import RunCache
+from bnvg.experiment.runs import RUNS, RunSpec, train_run
 
 SHORT = Workshop(steps=60)  # enough for two history points; the real runs are 4000 steps
 
@@ -71,3 +73,12 @@ def test_the_probe_measures_the_same_ratio_as_a_fresh_network():
     a = init_grad_ratio(build_network(NetSpec(norm="batch")), data.X_train, data.y_train)
     b = init_grad_ratio(build_network(NetSpec(norm="batch")), data.X_train, data.y_train)
     assert a == b
+
+
+def test_the_eval_bug_needs_batches_that_batch_norm_can_normalise():
+    data = two_moons(SHORT)
+    net = RunCache(SHORT).get("batch norm").network()
+    with pytest.raises(ValueError, match="batches of at least 2 points to normalise, got 1"):
+        demonstrate_eval_bug(net, data.X_test, data.y_test, batch=1)
+    with pytest.raises(ValueError, match="needs a batch-norm network"):
+        demonstrate_eval_bug(RunCache(SHORT).get("plain").network(), data.X_test, data.y_test)

@@ -1,7 +1,8 @@
-"""Snapshots: a changed number fails exactly its claim and names it; updating is one command.
+"""Snapshots: a changed number fails exactly the claims that read it, naming it; one command
+updates both libraries' files; nothing a claim still owns is ever deleted.
 
-These run the real S5 claims (pure arithmetic, no training) in a scratch copy of the project,
-each in a subprocess: the scratch claims module has the name of the real one.
+These run real claims in a scratch copy of the project, each session in a subprocess: the S5
+claims (pure arithmetic, no training), and the S9 claims for a training history (one run).
 """
 
 import os
@@ -12,62 +13,138 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 S5 = "test_s5_geometric_decay"
+QUARTER = "test_factor_per_layer_compounds_over_4_and_10_layers-0.25.csv"
+STORED_DEEP = '"S5 factor 0.25, left at the deep depth",9.5367431640625e-07'
 
 
 @pytest.fixture
 def project(pytester, monkeypatch):
-    """A scratch project holding the plugin, the claims' conftest, S5 and its snapshot."""
+    """A scratch project holding the plugin, the S5 claims and all their snapshots."""
     # When these tests run on an xdist worker, its variables would make the scratch run
     # believe it is a worker too (syrupy then leaves unused snapshots to a controller).
     for name in [n for n in os.environ if n.startswith("PYTEST_XDIST")]:
         monkeypatch.delenv(name)
     shutil.copy(ROOT / "conftest.py", pytester.path / "conftest.py")
     (pytester.path / "claims").mkdir()
-    (pytester.path / "snapshots").mkdir()
-    for name in ("conftest.py", f"{S5}.py"):
-        shutil.copy(ROOT / "claims" / name, pytester.path / "claims" / name)
-    shutil.copy(ROOT / "snapshots" / f"{S5}.ambr", pytester.path / "snapshots" / f"{S5}.ambr")
+    shutil.copy(ROOT / "claims" / f"{S5}.py", pytester.path / "claims" / f"{S5}.py")
+    for part in (f"text/{S5}.ambr", f"numbers/claims/{S5}", "numbers/figures/geometric_decay.csv"):
+        source, target = ROOT / "snapshots" / part, pytester.path / "snapshots" / part
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, target)
     return pytester
 
 
-def snapshot_file(project):
-    return project.path / "snapshots" / f"{S5}.ambr"
+def numbers_file(project, name=QUARTER):
+    return project.path / "snapshots" / "numbers" / "claims" / S5 / name
 
 
-def test_editing_one_stored_number_fails_exactly_the_claim_that_owns_it(project):
-    path = snapshot_file(project)
-    path.write_text(path.read_text().replace("-> 9.54e-07", "-> 9.55e-07"))
-    result = project.runpytest_subprocess("claims", "-p", "no:randomly")
+def text_file(project):
+    return project.path / "snapshots" / "text" / f"{S5}.ambr"
+
+
+def run(project, *args):
+    return project.runpytest_subprocess(
+        "claims", "-p", "no:randomly", "-p", "no:cacheprovider", *args
+    )
+
+
+def test_changing_one_stored_reading_fails_exactly_the_claim_that_owns_it_naming_both_values(
+    project,
+):
+    path = numbers_file(project)
+    path.write_text(
+        path.read_text().replace(
+            STORED_DEEP, STORED_DEEP.replace("9.5367431640625e-07", "9.61e-07")
+        )
+    )
+    result = run(project)
     result.assert_outcomes(passed=5, failed=1)
     result.stdout.fnmatch_lines(
         [
+            "*S5 factor 0.25, left at the deep depth: snapshot 9.61e-07, here 9.54e-07 (log line 60, robust)",
+            "If the new values are right, accept them: pytest claims/ --snapshot-update -k "
+            "'test_factor_per_layer_compounds_over_4_and_10_layers?0.25?' (then update the text that quotes them)",
             "FAILED claims/test_s5_geometric_decay.py::test_factor_per_layer_compounds_over_4_and_10_layers?0.25?*",
         ]
     )
+
+
+def test_the_update_command_restores_both_libraries_files(project):
+    numbers, text = numbers_file(project), text_file(project)
+    originals = numbers.read_text(), text.read_text()
+    numbers.write_text(originals[0].replace("9.5367431640625e-07", "9.61e-07"))
+    text.write_text(originals[1].replace("-> 9.54e-07", "-> 9.61e-07"))
+    run(project, "--snapshot-update").assert_outcomes(passed=6)
+    assert (numbers.read_text(), text.read_text()) == originals
+    run(project).assert_outcomes(passed=6)
+
+
+def test_a_changed_point_of_a_figures_data_names_the_row_and_the_column(project):
+    path = project.path / "snapshots" / "numbers" / "figures" / "geometric_decay.csv"
+    lines = path.read_text().splitlines()
+    cells = lines[5].split(",")  # layers 4
+    cells[3] = "0.004"  # the column of factor 0.25
+    lines[5] = ",".join(cells)
+    path.write_text("\n".join(lines) + "\n")
+    result = run(project)
+    result.assert_outcomes(passed=5, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*S5 factor 3, layers: snapshot 9.55e-07, here 9.54e-07 (log line 60, a robust number)",
-            "*If the new values are right, accept them: pytest claims/ --snapshot-update -k *",
+            "*figure geometric_decay.png, layers 4, 0.25: snapshot 0.004, here 0.00390625 (tolerance 1e-06 relative)"
         ]
     )
 
 
-def test_the_update_command_restores_the_stored_number(project):
-    path = snapshot_file(project)
-    original = path.read_text()
-    path.write_text(original.replace("-> 9.54e-07", "-> 9.55e-07"))
-    project.runpytest_subprocess("claims", "--snapshot-update").assert_outcomes(passed=6)
-    assert path.read_text() == original
-    project.runpytest_subprocess("claims").assert_outcomes(passed=6)
+def test_a_claim_with_no_stored_snapshot_fails_once_saying_so_with_the_update_command(project):
+    source = project.path / "claims" / f"{S5}.py"
+    source.write_text(
+        source.read_text().replace(
+            "def test_geometric_decay_figure_is_drawn", "def test_a_brand_new_figure_claim"
+        )
+    )
+    result = run(project)
+    result.assert_outcomes(passed=5, failed=1)
+    out = result.stdout.str()
+    assert out.count("no snapshot is stored for this claim") == 1
+    result.stdout.fnmatch_lines(
+        [
+            "*test_a_brand_new_figure_claim: no snapshot is stored for this claim: snapshots/text/"
+            "test_s5_geometric_decay.ambr has no entry for it. Record it: pytest claims/ "
+            "--snapshot-update -k 'test_a_brand_new_figure_claim'"
+        ]
+    )
+    assert "snapshots failed" not in out
 
 
-def test_a_missing_snapshot_file_fails_each_claim_naming_the_file_and_the_command(project):
-    snapshot_file(project).unlink()
-    result = project.runpytest_subprocess("claims")
+def test_a_missing_numbers_file_fails_its_claim_naming_the_file(project):
+    numbers_file(project).unlink()
+    result = run(project)
+    result.assert_outcomes(passed=5, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"*no snapshot is stored for this claim: snapshots/numbers/claims/{S5}/{QUARTER} is missing. Record it: *"
+        ]
+    )
+
+
+def test_a_damaged_numbers_file_fails_naming_the_file_and_the_damage(project):
+    numbers_file(project).write_text("garbage\n")
+    result = run(project)
+    result.assert_outcomes(passed=5, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"*a snapshot of this claim cannot be read: snapshots/numbers/claims/{S5}/{QUARTER} is damaged (*"
+        ]
+    )
+
+
+def test_a_missing_text_snapshot_file_fails_each_claim_naming_the_file_and_the_command(project):
+    text_file(project).unlink()
+    result = run(project)
     result.assert_outcomes(passed=1, errors=5)
     result.stdout.fnmatch_lines(
         [
-            "*the snapshot file */snapshots/test_s5_geometric_decay.ambr is missing. Restore it "
+            "*the snapshot file */snapshots/text/test_s5_geometric_decay.ambr is missing. Restore it "
             "from git, or record the numbers computed here with `pytest claims/ --snapshot-update`.",
         ]
     )
@@ -81,31 +158,79 @@ def test_a_missing_snapshot_file_fails_each_claim_naming_the_file_and_the_comman
             lambda text: text.replace("# ---\n", "", 1),
             "starts a snapshot before the last one ended",
         ),
-        (lambda text: text.replace("    'S5 factor 1'", "'S5 factor 1'", 1), "damaged at line"),
+        (lambda text: text.replace("    'S5 factor 0.1'", "'S5 factor 0.1'", 1), "damaged at line"),
         (lambda text: text.rsplit("# ---", 1)[0], "never ends"),
     ],
 )
-def test_a_damaged_snapshot_file_fails_naming_the_file_and_the_damage(project, damage, said):
-    path = snapshot_file(project)
+def test_a_damaged_text_snapshot_file_fails_naming_the_file_and_the_damage(project, damage, said):
+    path = text_file(project)
     path.write_text(damage(path.read_text()))
-    result = project.runpytest_subprocess("claims")
+    result = run(project)
     result.assert_outcomes(passed=1, errors=5)
     assert said in result.stdout.str()
     assert "test_s5_geometric_decay.ambr" in result.stdout.str()
 
 
-def test_a_full_update_removes_snapshots_no_claim_uses_and_a_partial_one_removes_nothing(project):
-    path = snapshot_file(project)
-    stale = "# name: test_a_claim_that_was_removed\n  'gone'\n# ---\n"
-    path.write_text(path.read_text() + stale)
-    project.runpytest_subprocess("claims", "--snapshot-update", "-k", "0.25").assert_outcomes(
-        passed=1
-    )
-    assert "test_a_claim_that_was_removed" in path.read_text()
-    unused = project.runpytest_subprocess("claims", "--snapshot-details")
-    assert unused.ret == 1  # a full normal run fails on the unused snapshot, naming it
+def test_a_full_update_removes_what_no_claim_reads_and_a_partial_one_removes_nothing(project):
+    stale_text = "# name: test_a_claim_that_was_removed\n  'gone'\n# ---\n"
+    text_file(project).write_text(text_file(project).read_text() + stale_text)
+    stale_numbers = numbers_file(project, "test_a_claim_that_was_removed.csv")
+    stale_numbers.write_text("reading,value\nS5 gone,1\n")
+
+    run(project, "--snapshot-update", "-k", "0.25").assert_outcomes(passed=1)
+    assert "test_a_claim_that_was_removed" in text_file(project).read_text()
+    assert stale_numbers.exists()
+
+    unused = run(project, "--snapshot-details")
+    assert unused.ret == 1  # a full normal run fails on what no claim reads, naming it
     unused.stdout.fnmatch_lines(
-        ["Unused test_a_claim_that_was_removed (snapshots/test_s5_geometric_decay.ambr)"]
+        [
+            "no claim reads 1 numbers snapshot any more: snapshots/numbers/claims/"
+            f"{S5}/test_a_claim_that_was_removed.csv. Delete them with `pytest claims/ --snapshot-update`",
+            "Unused test_a_claim_that_was_removed (snapshots/text/test_s5_geometric_decay.ambr)",
+        ]
     )
-    project.runpytest_subprocess("claims", "--snapshot-update").assert_outcomes(passed=6)
-    assert "test_a_claim_that_was_removed" not in path.read_text()
+    run(project, "--snapshot-update").assert_outcomes(passed=6)
+    assert "test_a_claim_that_was_removed" not in text_file(project).read_text()
+    assert not stale_numbers.exists()
+
+
+def test_an_update_in_which_a_claim_fails_deletes_nothing_and_keeps_the_failing_claims_snapshot(
+    project,
+):
+    source = project.path / "claims" / f"{S5}.py"
+    source.write_text(
+        source.read_text().replace(
+            "assert after_deep < after_shallow < factor", "assert factor != 0.5"
+        )
+    )
+    before = {p: p.read_bytes() for p in (project.path / "snapshots").rglob("*") if p.is_file()}
+    run(project, "--snapshot-update").assert_outcomes(passed=5, failed=1)
+    after = {p: p.read_bytes() for p in (project.path / "snapshots").rglob("*") if p.is_file()}
+    assert set(after) == set(before)
+    assert (
+        "test_factor_per_layer_compounds_over_4_and_10_layers[0.5]"
+        in text_file(project).read_text()
+    )
+
+
+def test_a_claim_whose_bound_fails_says_which_reading_and_what_it_asserts(project):
+    source = project.path / "claims" / f"{S5}.py"
+    source.write_text(
+        source.read_text()
+        .replace(
+            "from bnvg.log import fill",
+            "from bnvg.log import fill\nfrom bnvg.log.readings import below",
+        )
+        .replace(
+            "quoted.lines(fill.decay(factor, after_shallow, after_deep))",
+            "quoted.lines(fill.decay(factor, after_shallow, after_deep), holds={'left at the deep depth': below(1e-9)})",
+        )
+    )
+    result = run(project)
+    result.assert_outcomes(passed=3, failed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*S5 factor 0.5, left at the deep depth: 9.77e-04, but the claim says below 1e-09 (log line 59)"
+        ]
+    )

@@ -1,6 +1,7 @@
 """Whole runs of the real claims, in subprocesses, as a user or CI would start them.
 
-Each writes its log and diagrams to a scratch folder, never to the repository's.
+Each writes its log, diagrams and session record to a scratch folder, never to the
+repository's, and is read through its record (`bnvg.runner`), not its terminal output.
 """
 
 import os
@@ -11,52 +12,29 @@ from pathlib import Path
 
 import pytest
 
+from bnvg.runner import run_claims
+
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_LOG = ROOT.parent / "shared" / "tools" / "reference-log"
+COMMITTED_LOG = (ROOT / "captures" / "results.log").read_bytes()
 
 
-def run_claims(tmp_path, *args, env=None):
-    """`pytest claims/ ARGS` from the project root, outputs redirected to tmp_path."""
-    log, diagrams = tmp_path / "results.log", tmp_path / "diagrams"
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
-    environ.update(env or {})
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "claims/",
-            "-p",
-            "no:cacheprovider",
-            f"--results-log={log}",
-            f"--diagrams={diagrams}",
-            *args,
-        ],
-        cwd=ROOT,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result.stdout, log, diagrams
-
-
-def trained(stdout):
-    line = next(line for line in stdout.splitlines() if line.startswith("trained "))
-    return line.split(": ", 1)[1].split("; ")
+def claims(tmp_path, *args, env=None, cwd=ROOT):
+    run = run_claims(args, cwd=cwd, outputs=tmp_path, env=env, timeout=900)
+    assert run.returncode == 0, run.tail()
+    return run
 
 
 def test_k_eval_bug_selects_only_the_eval_bug_claims_and_trains_one_network(tmp_path):
-    stdout, _, _ = run_claims(tmp_path, "-k", "eval_bug", "-v")
-    selected = [line.split()[0] for line in stdout.splitlines() if " PASSED" in line]
-    assert selected and all(n.startswith("claims/test_s9_eval_bug.py::") for n in selected)
-    assert trained(stdout) == ["batch norm"]
-    assert "created:" not in stdout  # one process: no xdist workers for a narrowed selection
+    record = claims(tmp_path, "-k", "eval_bug").record
+    ran = [nodeid for nodeid, c in record.claims.items() if c.outcome == "passed"]
+    assert ran and all(n.startswith("claims/test_s9_eval_bug.py::") for n in ran)
+    assert record.trained == ("batch norm",)
+    assert record.options["torch threads"] == 1
 
 
 def test_an_at_init_claim_trains_nothing_and_never_imports_matplotlib(tmp_path):
-    stdout, _, _ = run_claims(
+    run = claims(
         tmp_path,
         "-k",
         "3000x",
@@ -65,33 +43,38 @@ def test_an_at_init_claim_trains_nothing_and_never_imports_matplotlib(tmp_path):
         "bnvg_probe",
         env={"PYTHONPATH": str(Path(__file__).parent / "probes")},
     )
-    assert "1 passed" in stdout
-    assert not any(line.startswith("trained ") for line in stdout.splitlines())
-    assert "matplotlib imported: False" in stdout
+    assert run.record.trained == ()
+    assert [c.outcome for c in run.record.claims.values()].count("passed") == 1
+    assert "matplotlib imported: False" in run.stdout  # the probe plugin's own line
 
 
 @pytest.fixture(scope="module")
 def parallel_run(tmp_path_factory):
-    return run_claims(tmp_path_factory.mktemp("parallel"), "-n", "2")
+    return claims(tmp_path_factory.mktemp("parallel"), "-n", "2")
 
 
 def test_the_full_suite_trains_each_of_the_twelve_runs_once_across_workers(parallel_run):
-    stdout, _, _ = parallel_run
-    runs = trained(stdout)
-    assert len(runs) == len(set(runs)) == 12
+    trained = parallel_run.record.trained
+    assert len(trained) == len(set(trained)) == 12
+
+
+def test_every_reading_is_recorded_by_name_and_every_run_history_with_it(parallel_run):
+    record = parallel_run.record
+    assert record.readings["S4 plain ratio, times smaller"].printed == "3015"
+    assert record.readings["S6 plain, first step at the target"].value is None
+    assert len([t for t in record.tables if t.startswith("runs/")]) == 12
+    assert all(c.outcome == "passed" for c in record.claims.values())
 
 
 def test_serial_and_parallel_runs_write_the_committed_log_and_diagrams_byte_for_byte(
     parallel_run, tmp_path
 ):
-    stdout, serial_log, serial_diagrams = run_claims(tmp_path, "-n", "0")
-    assert len(trained(stdout)) == 12
-    _, parallel_log, parallel_diagrams = parallel_run
-    committed = (ROOT / "captures" / "results.log").read_bytes()
-    assert serial_log.read_bytes() == parallel_log.read_bytes() == committed
+    serial = claims(tmp_path, "-n", "0")
+    assert len(serial.record.trained) == 12
+    assert serial.results_log.read_bytes() == parallel_run.results_log.read_bytes() == COMMITTED_LOG
     for png in (ROOT / "diagrams").glob("*.png"):
-        assert (serial_diagrams / png.name).read_bytes() == png.read_bytes(), png.name
-        assert (parallel_diagrams / png.name).read_bytes() == png.read_bytes(), png.name
+        assert (serial.diagrams / png.name).read_bytes() == png.read_bytes(), png.name
+        assert (parallel_run.diagrams / png.name).read_bytes() == png.read_bytes(), png.name
 
 
 @pytest.mark.parametrize(
@@ -107,43 +90,53 @@ def test_serial_and_parallel_runs_write_the_committed_log_and_diagrams_byte_for_
     ],
 )
 def test_the_log_does_not_depend_on_order_distribution_or_thread_settings(tmp_path, how, args, env):
-    stdout, log, _ = run_claims(tmp_path, *args, env=env)
-    assert log.read_bytes() == (ROOT / "captures" / "results.log").read_bytes(), how
+    run = claims(tmp_path, *args, env=env)
+    assert run.results_log.read_bytes() == COMMITTED_LOG, how
     if "randomly" in args:
-        assert "Using --randomly-seed=" in stdout
+        assert "Using --randomly-seed=" in run.stdout
+
+
+def scratch_project(into):
+    for name in ("claims", "snapshots"):
+        shutil.copytree(ROOT / name, into / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("conftest.py", "pyproject.toml"):
+        shutil.copy(ROOT / name, into / name)
+    return into
+
+
+def snapshot_files(project):
+    return {p: p.read_bytes() for p in (project / "snapshots").rglob("*") if p.is_file()}
 
 
 def test_a_partial_update_touches_no_other_snapshot_file(tmp_path):
     """`pytest claims/ -k eval_bug --snapshot-update` rewrites at most the eval-bug claims'
-    file, and leaves every other snapshot file (and the recorded environment) as it was."""
-    project = tmp_path / "project"
-    for name in ("claims", "snapshots"):
-        shutil.copytree(ROOT / name, project / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("conftest.py", "pyproject.toml"):
-        shutil.copy(ROOT / name, project / name)
-    before = {p.name: p.read_bytes() for p in (project / "snapshots").iterdir()}
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "claims/",
-            "-k",
-            "eval_bug",
-            "--snapshot-update",
-            "-p",
-            "no:cacheprovider",
-            f"--diagrams={tmp_path / 'diagrams'}",
-        ],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")},
+    files, and leaves every other snapshot file (and the recorded environment) as it was."""
+    project = scratch_project(tmp_path / "project")
+    before = snapshot_files(project)
+    claims(tmp_path / "out", "-k", "eval_bug", "--snapshot-update", cwd=project)
+    assert snapshot_files(project) == before
+
+
+def test_a_moved_history_point_fails_every_claim_of_that_run_naming_run_step_and_quantity(tmp_path):
+    project = scratch_project(tmp_path / "project")
+    history = project / "snapshots" / "numbers" / "runs" / "batch-norm.csv"
+    original = history.read_text()
+    rows = original.splitlines()
+    step, loss, acc = rows[42].split(",")  # step 2050
+    rows[42] = ",".join([step, "0.5", acc])
+    history.write_text("\n".join(rows) + "\n")
+    run = run_claims(["-k", "eval_bug"], cwd=project, outputs=tmp_path / "out")
+    failed = [n for n, c in run.record.claims.items() if c.outcome == "failed"]
+    assert len(failed) == 4 and all("test_s9_eval_bug" in n for n in failed)
+    assert (
+        run.stdout.count(
+            f"run 'batch norm', step 2050, train loss: snapshot 0.5, here {float(loss)!r}"
+        )
+        == 4
     )
-    assert result.returncode == 0, result.stdout[-3000:]
-    after = {p.name: p.read_bytes() for p in (project / "snapshots").iterdir()}
-    assert after == before
+    # The update command puts the history back as it was computed.
+    claims(tmp_path / "again", "-k", "eval_bug", "--snapshot-update", cwd=project)
+    assert history.read_text() == original
 
 
 @pytest.mark.skipif(not REFERENCE_LOG.exists(), reason="needs ../shared/tools/reference-log")
@@ -157,5 +150,4 @@ def test_the_committed_log_is_byte_identical_to_the_workshop_scripts_log():
         timeout=600,
         check=True,
     )
-    script_log = Path(result.stdout.strip()).read_bytes()
-    assert (ROOT / "captures" / "results.log").read_bytes() == script_log
+    assert Path(result.stdout.strip()).read_bytes() == COMMITTED_LOG

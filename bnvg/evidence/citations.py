@@ -1,0 +1,274 @@
+"""Citations of the log in the workshop's prose, and whether the log still says them.
+
+The workshop's Markdown cites results.log by line: "the layer-1 gradient is 3015x smaller
+(line 40)", "see lines 25 and 29", "lines 35-38", "results.log:40". Prose is the one text
+here that people write, so it is the one text parsed; the log is read as readings.
+
+Reading prose as a reader does:
+
+- a citation covers the numbers written since the previous citation in its sentence (those
+  after the last citation belong to it too): in "3.99e-02 (line 38) against 2.07e-01 with
+  batch norm (line 48)", 2.07e-01 is line 48's;
+- names are not quoted numbers: "S4", "x1", "layer-1", "h_k+1", "layer 4's", "ln 2";
+- a cited line says its readings, its names (a row's layer number), and what the headings it
+  is read under say (the steps and learning rate of its section); "+/-4" says 4.
+
+A quoted number holds when a cited line says it at the precision written ("0.25" matches
+0.250000, "0.693" matches 0.693147, "3015x" matches 3015). Otherwise it is read as a quote of
+the nearest reading on the cited lines: within a fragile reading's band it is drift, reported
+and not failed; anything else fails. A reading that is luck of the draw (unstable) fails
+whenever it is quoted as a fixed value, with the range seen and what the text could say.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from bnvg.evidence.fragility import Fragility, ReadingEvidence
+from bnvg.log.readings import Reading
+
+_NUMBER = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
+_NUM = r"\d+"
+_RANGE = rf"{_NUM}(?:\s*(?:-|\u2013|to)\s*{_NUM})?"  # "35-38", "35\u201338", "35 to 38"
+_LIST = rf"{_RANGE}(?:\s*(?:,|and|&)\s*{_RANGE})*"  # "25 and 29", "25, 29 and 40"
+CITATION = re.compile(rf"\blines?\s+(?P<list>{_LIST})|results\.log:(?P<one>{_LIST})", re.I)
+# A quoted number is not glued to what comes before it: "S4", "x1", "h_k+1", "layer-1".
+QUOTED = re.compile(rf"(?<![A-Za-z_\d.+\-]){_NUMBER}")
+# Words after which a number is a name: "layer 4's gradient", "ln 2", "module 2".
+NAME_WORD = re.compile(r"\b(?:layer|ln|module|section|figure|neuron)\s*$", re.I)
+SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One citation of the log in a Markdown file."""
+
+    path: str
+    md_line: int  # 1-based line of the Markdown file where the citation stands
+    lines: tuple[int, ...]  # the cited log lines
+    sentence: str
+    quoted: tuple[str, ...]  # the numbers it covers, as written
+
+
+def _expand(listing: str) -> list[int]:
+    out: list[int] = []
+    for part in re.split(r"\s*(?:,|and|&)\s*", listing):
+        bounds = re.split(r"\s*(?:-|\u2013|to)\s*", part)
+        lo, hi = int(bounds[0]), int(bounds[-1])
+        out.extend(range(lo, hi + 1) if hi >= lo else [lo, hi])
+    return out
+
+
+def _sentences(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each sentence of a paragraph."""
+    start = 0
+    for m in SENTENCE_END.finditer(text):
+        yield start, m.end()
+        start = m.end()
+    if text[start:].strip():
+        yield start, len(text)
+
+
+def _quotes(sentence: str, cites: Sequence[re.Match[str]]) -> list[list[str]]:
+    """The numbers each citation covers: those since the previous citation; the numbers
+    after the last citation belong to the last."""
+    numbers: list[list[str]] = [[] for _ in cites]
+    for q in QUOTED.finditer(sentence):
+        if any(c.start() <= q.start() < c.end() for c in cites):
+            continue  # a cited line number, not a quoted value
+        if NAME_WORD.search(sentence[: q.start()]):
+            continue
+        after = [i for i, c in enumerate(cites) if c.start() >= q.end()]
+        numbers[after[0] if after else len(cites) - 1].append(q.group(0))
+    return numbers
+
+
+def find_citations(path: str, markdown: str) -> list[Citation]:
+    """Every citation of the log in one Markdown document (code blocks are skipped)."""
+    found: list[Citation] = []
+    in_code = False
+    paragraph: list[tuple[int, str]] = []
+
+    def flush() -> None:
+        if not paragraph:
+            return
+        text, starts = "", []
+        for number, line in paragraph:
+            starts.append((len(text), number))
+            text += line + " "
+        for s, e in _sentences(text):
+            sentence = text[s:e]
+            cites = list(CITATION.finditer(sentence))
+            if not cites:
+                continue
+            for c, quoted in zip(cites, _quotes(sentence, cites), strict=True):
+                offset = s + c.start()
+                md_line = max(n for p, n in starts if p <= offset)
+                cited = _expand(c.group("list") or c.group("one"))
+                found.append(
+                    Citation(path, md_line, tuple(cited), " ".join(sentence.split()), tuple(quoted))
+                )
+        paragraph.clear()
+
+    for number, line in enumerate(markdown.splitlines(), start=1):
+        if line.lstrip().startswith("```"):
+            flush()
+            in_code = not in_code
+            continue
+        if in_code:
+            continue
+        if not line.strip():
+            flush()
+        else:
+            paragraph.append((number, line))
+    flush()
+    return found
+
+
+# -- does the log say it? -----------------------------------------------------------------------
+
+
+def rounds_to(quoted: str, value: float) -> bool:
+    """Whether `value` reads as `quoted` at the precision the quote is written at."""
+    q = quoted.lstrip("+").lower()
+    if "e" in q:
+        mantissa = q.split("e")[0]
+        digits = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        return f"{value:.{digits}e}" == q
+    digits = len(q.split(".")[1]) if "." in q else 0
+    return f"{value:.{digits}f}" == q
+
+
+def says(reading: Reading, quoted: str) -> bool:
+    """Whether a line that prints `reading` says the quoted number: its print or its
+    full-precision value reads as the quote ("+/-4" says 4 and -4)."""
+    printed = reading.number
+    if printed is None or reading.value is None:
+        return False
+    values = [float(printed), float(reading.value)]
+    if reading.quantity.plus_minus:
+        values += [-v for v in values]
+    return any(rounds_to(quoted, v) for v in values)
+
+
+def _names_say(names: Sequence[str], quoted: str) -> bool:
+    for name in names:
+        try:
+            if rounds_to(quoted, float(name)):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def _evidence_says(evidence: ReadingEvidence | None, quoted: str) -> bool:
+    """An unstable reading's evidence says its bound and how often it holds ("at least 90%
+    in 3 of 8 minibatch orders")."""
+    if evidence is None or evidence.bound is None or not evidence.unstable:
+        return False
+    numbers = [evidence.bound.threshold]
+    for group in ("seeds", "platforms"):
+        counts = evidence.holds_in(group)
+        if counts:
+            numbers += list(counts)
+    return any(rounds_to(quoted, float(n)) for n in numbers)
+
+
+@dataclass(frozen=True)
+class CitedLine:
+    """What one log line says this session: its readings and names, if its claim passed."""
+
+    number: int
+    text: str
+    readings: tuple[Reading, ...] = ()
+    names: tuple[str, ...] = ()
+    verified: bool = True
+
+
+@dataclass(frozen=True)
+class Verdict:
+    problems: list[str] = field(default_factory=list)
+    drift: list[str] = field(default_factory=list)
+
+
+def _nearest(readings: Sequence[Reading], quoted: str) -> Reading | None:
+    value = float(quoted)
+    numeric = [r for r in readings if r.number is not None and r.value is not None]
+    if not numeric:
+        return None
+
+    def distance(r: Reading) -> float:
+        v = float(r.number or 0)
+        return abs(v - value) / max(abs(v), abs(value), 1e-300)
+
+    return min(numeric, key=distance)
+
+
+def _luck(reading: Reading, quoted: str, evidence: ReadingEvidence) -> str:
+    seen = evidence.range_seen()
+    span = f"{seen[0]:g} to {seen[1]:g}" if seen else "?"
+    return (
+        f"quotes {quoted} for {reading.name!r} as a fixed value, but it is luck of the draw: "
+        f"it was {span} over the platforms and minibatch orders the sweep ran"
+        + (f" ({evidence.what_holds()})" if evidence.what_holds() else "")
+        + ". Say how often it holds instead"
+    )
+
+
+def check(
+    citation: Citation,
+    lines: Mapping[int, CitedLine],
+    context: Mapping[int, Sequence[CitedLine]],
+    fragility: Fragility,
+    n_lines: int,
+) -> Verdict:
+    """Whether the log this session verified says what `citation` quotes."""
+    verdict = Verdict()
+    cited = [lines[n] for n in citation.lines if n in lines]
+    for n in citation.lines:
+        if not 1 <= n <= n_lines:
+            verdict.problems.append(f"cites line {n}, but results.log has {n_lines} lines")
+        elif not lines[n].verified:
+            verdict.problems.append(
+                f"cites line {n}, which this run did not verify (its claim failed or did not run)"
+            )
+    readings = [r for line in cited if line.verified for r in line.readings]
+    heard = [r for n in citation.lines for line in context.get(n, ()) for r in line.readings]
+    names = [name for line in cited for name in line.names]
+    for quoted in citation.quoted:
+        match = next((r for r in readings if says(r, quoted)), None)
+        if match is not None:
+            evidence = fragility.reading(match.name)
+            if evidence is not None and evidence.unstable:
+                verdict.problems.append(_luck(match, quoted, evidence))
+            continue
+        if (
+            any(says(r, quoted) for r in heard)
+            or _names_say(names, quoted)
+            or any(_evidence_says(fragility.reading(r.name), quoted) for r in readings)
+        ):
+            continue
+        nearest = _nearest(readings, quoted)
+        if nearest is None:
+            shown = "; ".join(f"line {c.number} says {c.text.strip()!r}" for c in cited)
+            verdict.problems.append(f"quotes {quoted}, which no cited line says: {shown}")
+            continue
+        evidence = fragility.reading(nearest.name)
+        if evidence is not None and evidence.unstable:
+            verdict.problems.append(_luck(nearest, quoted, evidence))
+        elif evidence is not None and evidence.moved_in_print and evidence.in_band(float(quoted)):
+            band = evidence.band or (0.0, 0.0)
+            verdict.drift.append(
+                f"quotes {quoted} for {nearest.name!r}: here {nearest.printed}, fragile, "
+                f"band {band[0]:.4g} to {band[1]:.4g} (platform-dependent)"
+            )
+        else:
+            kind = (
+                "robust" if evidence is None or not evidence.moved_in_print else "outside its band"
+            )
+            verdict.problems.append(
+                f"quotes {quoted} for {nearest.name!r}: here {nearest.printed} ({kind})"
+            )
+    return verdict

@@ -1,0 +1,98 @@
+"""The record of one claims session: what a machine reads instead of the terminal.
+
+`pytest claims/ --record PATH` writes it at the end of the session: every claim's outcome,
+every reading computed (by name, at full precision, with the claim's bound), every stored
+table (training histories, figure data), the runs trained and the platform that computed
+them. The sweep merges records into its table, the benchmark and the project's tests read
+them; nobody parses the terminal's text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bnvg.evidence.tables import Table
+from bnvg.files import atomic_write
+from bnvg.log.readings import Reading
+
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """One claim's outcome: "passed", "failed", "skipped" or "not run" (deselected)."""
+
+    outcome: str
+    lines: tuple[str, ...] = ()  # the log lines it owns
+    readings: tuple[str, ...] = ()  # the names of the readings it quoted
+    drift: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Record:
+    exitstatus: int
+    claims: Mapping[str, ClaimResult]
+    readings: Mapping[str, Reading]
+    tables: Mapping[str, Table]
+    trained: tuple[str, ...] = ()
+    platform: Mapping[str, str] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    log: Mapping[str, Any] = field(default_factory=dict)
+
+    def outcome(self, nodeid: str) -> str:
+        return self.claims[nodeid].outcome if nodeid in self.claims else "not run"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "exitstatus": self.exitstatus,
+            "platform": dict(self.platform),
+            "options": dict(self.options),
+            "log": dict(self.log),
+            "trained": list(self.trained),
+            "claims": {
+                nodeid: {
+                    "outcome": c.outcome,
+                    "lines": list(c.lines),
+                    "readings": list(c.readings),
+                    "drift": list(c.drift),
+                }
+                for nodeid, c in self.claims.items()
+            },
+            "readings": {name: r.to_json() for name, r in self.readings.items()},
+            "tables": {name: t.to_json() for name, t in self.tables.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Record:
+        if data.get("format") != FORMAT:
+            raise ValueError(f"a session record of format {data.get('format')!r}, not {FORMAT}")
+        return cls(
+            exitstatus=int(data["exitstatus"]),
+            claims={
+                nodeid: ClaimResult(
+                    c["outcome"], tuple(c["lines"]), tuple(c["readings"]), tuple(c["drift"])
+                )
+                for nodeid, c in data["claims"].items()
+            },
+            readings={name: Reading.from_json(r) for name, r in data["readings"].items()},
+            tables={name: Table.from_json(t) for name, t in data["tables"].items()},
+            trained=tuple(data["trained"]),
+            platform=data["platform"],
+            options=data["options"],
+            log=data["log"],
+        )
+
+    def save(self, path: Path) -> None:
+        atomic_write(path, json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> Record:
+        try:
+            return cls.from_json(json.loads(path.read_text()))
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"cannot read the session record {path}: {error}") from None

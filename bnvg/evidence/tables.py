@@ -1,0 +1,135 @@
+"""Tables of numbers that are not single readings: training histories and the data of figures.
+
+A run's history (train loss and test accuracy every 50 steps) is what five figures plot and
+what its final readings summarise; a figure that plots anything else (a curve, the points of
+the data set, one bar per variant) keeps its own table of exactly what it plots. Each table
+is stored by pytest-regressions as a CSV file and compared column by column, with the
+tolerance the sweep measured for that column (`Tolerance`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from bnvg.experiment.train import History
+
+Column = npt.NDArray[Any]
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far a stored number may be from the one computed here: |here - stored| <=
+    atol + rtol * |stored| (numpy's `isclose`, which pytest-regressions uses too)."""
+
+    atol: float = 0.0
+    rtol: float = 0.0
+
+    def admits(self, here: float, stored: float) -> bool:
+        if math.isnan(here) or math.isnan(stored):
+            return math.isnan(here) and math.isnan(stored)
+        return abs(here - stored) <= self.atol + self.rtol * abs(stored)
+
+    def widest(self, other: Tolerance) -> Tolerance:
+        return Tolerance(max(self.atol, other.atol), max(self.rtol, other.rtol))
+
+    def as_dict(self) -> dict[str, float]:
+        return {"atol": self.atol, "rtol": self.rtol}
+
+    def __str__(self) -> str:
+        if not self.atol and not self.rtol:
+            return "exact"
+        parts = [f"{self.atol:.3g}"] if self.atol else []
+        parts += [f"{self.rtol:.0e} relative"] if self.rtol else []
+        return "tolerance " + " + ".join(parts)
+
+
+EXACT = Tolerance()
+# Every number here is computed in float32 (24-bit mantissa, eps 1.2e-7). Two CPUs' vector
+# kernels may round one reduction differently by a few units in the last place: 1e-6 relative
+# (about 8 ulps) is that rounding, far below the 4 to 6 digits the log prints, and no change
+# of the computation itself stays inside it except by accident.
+ROUNDING = Tolerance(rtol=1e-6)
+
+
+@dataclass(frozen=True)
+class Table:
+    """Named columns of numbers over one index: `name` says where it is stored
+    ("runs/batch-norm"), `title` how messages call it ("run 'batch norm'")."""
+
+    name: str
+    title: str
+    index_name: str
+    index: tuple[Any, ...]
+    columns: Mapping[str, Column]
+
+    def __post_init__(self) -> None:
+        for column, values in self.columns.items():
+            if len(values) != len(self.index):
+                raise ValueError(
+                    f"{self.title}: column {column!r} has {len(values)} values for "
+                    f"{len(self.index)} rows"
+                )
+
+    def row_name(self, i: int) -> str:
+        return f"{self.index_name} {self.index[i]}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "index_name": self.index_name,
+            "index": list(self.index),
+            "columns": {k: [float(v) for v in values] for k, values in self.columns.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Table:
+        return cls(
+            data["name"],
+            data["title"],
+            data["index_name"],
+            tuple(data["index"]),
+            {k: np.asarray(v, dtype=float) for k, v in data["columns"].items()},
+        )
+
+
+def slug(name: str) -> str:
+    """A file-name form of a run's or figure's name: "depth 8 plain, lr = 0.5" ->
+    "depth-8-plain-lr-0.5"."""
+    kept = "".join(c if c.isalnum() or c in "._" else "-" for c in name)
+    return "-".join(part for part in kept.split("-") if part)
+
+
+def history_table(run: str, history: History) -> Table:
+    """A run's history as it is stored and plotted: the test accuracy in percent, computed
+    as the figures compute it (`a * 100`)."""
+    return Table(
+        name=f"runs/{slug(run)}",
+        title=f"run {run!r}",
+        index_name="step",
+        index=tuple(history.step),
+        columns={
+            "train loss": np.asarray(history.loss, dtype=float),
+            "test accuracy %": np.asarray([a * 100 for a in history.test_acc], dtype=float),
+        },
+    )
+
+
+def figure_table(
+    figure: str, index_name: str, index: Sequence[Any], columns: Mapping[str, Any]
+) -> Table:
+    """The numbers one figure plots, as arrays in the dtype it plots them in."""
+    return Table(
+        name=f"figures/{figure.removesuffix('.png')}",
+        title=f"figure {figure}",
+        index_name=index_name,
+        index=tuple(index),
+        columns={k: np.asarray(v) for k, v in columns.items()},
+    )

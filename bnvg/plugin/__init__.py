@@ -1,0 +1,20 @@
+"""The pytest plugin of bnvg, loaded by the root conftest.py; each part is a plugin of its own.
+
+- `options`: the command line, read once into the session's settings; one torch thread;
+- `collection`: what each claim owns and declares; where the suite runs (xdist or not);
+- `fixtures`: the recipe, data and measurements, `quoted`, `figure`, `draw`, the snapshot;
+- `runs`: trained networks declared per claim, trained once, their histories verified;
+- `quoting`, `numbers`, `text_snapshots`: the checks against the two snapshot libraries;
+- `controller`: gathers every claim's evidence; writes results.log (`results_log`), the
+  claims report (`claims_report`) and the session record;
+- `citation_items`: `--workshop DIR`, a test per citation of the log in the Markdown.
+"""
+
+pytest_plugins = [
+    "bnvg.plugin.options",
+    "bnvg.plugin.collection",
+    "bnvg.plugin.fixtures",
+    "bnvg.plugin.runs",
+    "bnvg.plugin.controller",
+    "bnvg.plugin.citation_items",
+]

@@ -1,0 +1,159 @@
+"""The claims report (`--claims-report PATH`): what an author reads instead of the terminal.
+
+Section by section, in the log's order: each claim's sentence, its verdict, and every reading
+it quotes by name, with the value computed here, the snapshot's and the published log's,
+whether it travels (robust, fragile, unstable) and how often its claim's bound holds over the
+seeds the sweep ran. The figure a claim draws is shown under it. It reads as plain text too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+
+from bnvg.evidence.fragility import Fragility
+from bnvg.evidence.fragility import load as load_fragility
+from bnvg.log.layout import layout, line_number
+from bnvg.log.published import PublishedLogError, read_published
+from bnvg.log.readings import Reading
+from bnvg.plugin.options import Settings
+from bnvg.plugin.outcomes import ClaimOutcome
+from bnvg.plugin.results_log import LogAssembly
+
+STATUSES = ("verified", "drifted", "failed", "skipped", "not run")
+_SECTION = re.compile(r"test_(s\d+)_")
+
+
+HEADER = "[S0] the log's header"
+
+
+@cache
+def _sections() -> list[tuple[int, str]]:
+    """(line number, text) of every section heading of the log."""
+    return [
+        (n, line.fill().text if line.key else line.template.render({}, {}))
+        for n, line in enumerate(layout(), start=1)
+        if line.heading == "section"
+    ]
+
+
+def _section_of(nodeid: str, claim: ClaimOutcome) -> str:
+    """The log section a claim belongs to: that of the first line it owns, or else the one
+    its module is named after (test_s4_...)."""
+    if claim.owns:
+        first = _position(claim)
+        return max(((n, text) for n, text in _sections() if n <= first), default=(0, HEADER))[1]
+    match = _SECTION.search(nodeid)
+    tag = f"[{match.group(1).upper()}]" if match else ""
+    return next((text for _, text in _sections() if tag and text.startswith(tag)), "other claims")
+
+
+@cache
+def _published(path: Path) -> Mapping[str, Reading]:
+    try:
+        return read_published(path)
+    except PublishedLogError:
+        return {}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _stored_printed(reading: Reading, claim: ClaimOutcome) -> str:
+    if reading.name not in claim.stored:
+        return ""
+    return reading.with_value(reading.value_from_float(claim.stored[reading.name])).printed
+
+
+def _travels(name: str, fragility: Fragility) -> tuple[str, str]:
+    """(robust / fragile / unstable, how often the bound holds over seeds)."""
+    evidence = fragility.reading(name)
+    if evidence is None:
+        return "not in the sweep", ""
+    holds = evidence.holds_in("seeds")
+    over = f"{evidence.bound} in {holds[0]} of {holds[1]} seeds" if holds else ""
+    return evidence.status, over
+
+
+def render(
+    claims: Mapping[str, ClaimOutcome],
+    log: LogAssembly | None,
+    settings: Settings,
+    root: Path,
+) -> str:
+    path = settings.claims_report or root / "report.md"
+    fragility = load_fragility(settings.places.fragility_json)
+    published = _published(settings.places.published_log)
+    counts = {s: sum(1 for c in claims.values() if c.status == s) for s in STATUSES}
+    out = [
+        "# Claims report",
+        "",
+        f"{len(claims)} claims: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + ".",
+        "",
+        "results.log: "
+        + (
+            f"{log.verified} lines verified, {log.failed} failed, {log.missing} not run"
+            if log
+            else "not written"
+        )
+        + ".",
+    ]
+    by_section: dict[str, list[str]] = {}
+    for nodeid in sorted(claims, key=lambda n: (_position(claims[n]), n)):
+        by_section.setdefault(_section_of(nodeid, claims[nodeid]), []).append(nodeid)
+    order = [text for _, text in _sections()]
+    for section in sorted(by_section, key=lambda t: order.index(t) if t in order else -1):
+        nodeids = by_section[section]
+        out += ["", f"## {section}"]
+        for nodeid in nodeids:
+            out += _claim(nodeid, claims[nodeid], fragility, published, settings, path)
+    return "\n".join(out) + "\n"
+
+
+def _position(claim: ClaimOutcome) -> int:
+    return min((line_number(k) for k in claim.owns), default=10_000)
+
+
+def _claim(
+    nodeid: str,
+    claim: ClaimOutcome,
+    fragility: Fragility,
+    published: Mapping[str, Reading],
+    settings: Settings,
+    report: Path,
+) -> list[str]:
+    lines = claim.owns and ", ".join(str(line_number(k)) for k in claim.owns)
+    out = [
+        "",
+        f"### `{nodeid.split('::', 1)[-1]}`: {claim.status}",
+        "",
+        f"> {claim.sentence}" if claim.sentence else "> (no docstring)",
+        "",
+        f"`{nodeid}`" + (f", log lines {lines}" if lines else ""),
+    ]
+    for drift in claim.drift:
+        out.append(f"- drift: {drift}")
+    readings = [r for r in claim.readings.values() if r.kind.name != "setting"]
+    if readings:
+        out += [
+            "",
+            "| reading | here | snapshot | published | travels | over seeds |",
+            "|---|---:|---:|---:|---|---|",
+        ]
+        for r in readings:
+            status, over = _travels(r.name, fragility)
+            pub = published[r.name].printed if r.name in published else ""
+            out.append(
+                f"| {_cell(r.name)} | {r.printed} | {_stored_printed(r, claim)} | {pub} "
+                f"| {status} | {over} |"
+            )
+    for key in claim.owns:
+        if key.startswith("plot "):
+            png = settings.diagrams / key.removeprefix("plot ")
+            link = os.path.relpath(png, report.parent)
+            out += ["", f"![{png.name}]({link})"]
+    return out

@@ -1,0 +1,179 @@
+"""The plugin's command-line options, and the settings they make for one session.
+
+Everything the other parts of the plugin need to know about the command line is read here
+once, into `Settings` (kept in `config.stash`): where the log, the figures and the snapshots
+go, whether numbers are strict, whether snapshots are being updated.
+
+It also pins torch to one intra-op thread (--torch-threads) in every process that computes:
+the thread count changes training results, and the log must not depend on the machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bnvg.evidence.fragility import Fragility
+from bnvg.evidence.fragility import load as load_fragility
+from bnvg.places import Places
+
+UPDATE_COMMAND = "pytest claims/ --snapshot-update"
+
+
+@dataclass(frozen=True)
+class Settings:
+    places: Places
+    results_log: Path
+    diagrams: Path
+    strict: bool  # --strict-numbers: any difference from a snapshot fails
+    update: bool  # --snapshot-update: record what is computed here, text and numbers
+    torch_threads: int
+    sampler_seed: int | None
+    workshop_text: Path | None  # --workshop DIR: the Markdown whose citations are checked
+    claims_report: Path | None
+    record: Path | None
+
+
+SETTINGS = pytest.StashKey[Settings]()
+FRAGILITY = pytest.StashKey[Fragility]()
+
+
+def settings(config: pytest.Config) -> Settings:
+    return config.stash[SETTINGS]
+
+
+def fragility(config: pytest.Config) -> Fragility:
+    """The sweep's committed table, loaded once per process."""
+    if FRAGILITY not in config.stash:
+        config.stash[FRAGILITY] = load_fragility(settings(config).places.fragility_json)
+    return config.stash[FRAGILITY]
+
+
+def is_controller(config: pytest.Config) -> bool:
+    """The process that writes the session's files: the only one, or xdist's controller."""
+    return not hasattr(config, "workerinput")
+
+
+def is_xdist_controller(config: pytest.Config) -> bool:
+    return is_controller(config) and getattr(config.option, "dist", "no") != "no"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("bnvg", "bnvg: the executable workshop")
+    group.addoption(
+        "--results-log",
+        dest="bnvg_results_log",
+        metavar="PATH",
+        default=None,
+        help="where to write the log assembled from the passing claims "
+        "(default: captures/results.log under the rootdir)",
+    )
+    group.addoption(
+        "--diagrams",
+        dest="bnvg_diagrams",
+        metavar="DIR",
+        default=None,
+        help="where the claims draw the workshop's figures (default: diagrams/ under the rootdir)",
+    )
+    group.addoption(
+        "--workshop",
+        dest="bnvg_workshop",
+        metavar="DIR",
+        default=None,
+        help="also check every citation of the log in the Markdown files under DIR "
+        "(one test per citation; runs in one process, after the claims)",
+    )
+    group.addoption(
+        "--claims-report",
+        dest="bnvg_claims_report",
+        metavar="PATH",
+        default=None,
+        help="write a Markdown report of every claim: its sentence, its readings here and in "
+        "the snapshot, robust or fragile, and its status",
+    )
+    group.addoption(
+        "--record",
+        dest="bnvg_record",
+        metavar="PATH",
+        default=None,
+        help="write the session's record as JSON: every claim's outcome, every reading by "
+        "name, every stored table (for the sweep, the benchmark and tools)",
+    )
+    group.addoption(
+        "--strict-numbers",
+        dest="bnvg_strict_numbers",
+        action="store_true",
+        help="fail on any number that differs from its snapshot at full precision, fragile "
+        "or not (for the reference machine)",
+    )
+    group.addoption(
+        "--torch-threads",
+        dest="bnvg_torch_threads",
+        type=int,
+        default=1,
+        metavar="N",
+        help="torch intra-op threads in every process that computes (default 1; "
+        "the reference numbers need 1: only the sweep sets another)",
+    )
+    group.addoption(
+        "--sampler-seed",
+        dest="bnvg_sampler_seed",
+        type=int,
+        default=None,
+        metavar="K",
+        help="seed of the minibatch sampler alone (default: the workshop's seed; for the sweep)",
+    )
+
+
+def _path(option: str | None) -> Path | None:
+    return Path(option) if option else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "log_lines(*keys): the results.log lines this claim owns "
+        "(see bnvg.log.layout.claimed_keys())",
+    )
+    threads = config.getoption("bnvg_torch_threads")
+    if threads < 1:
+        raise pytest.UsageError(f"--torch-threads must be at least 1, got {threads}")
+    workshop = _path(config.getoption("bnvg_workshop"))
+    if workshop is not None:
+        if not workshop.is_dir():
+            raise pytest.UsageError(f"--workshop {workshop}: no such folder")
+        if str(workshop) not in config.args:
+            config.args.append(str(workshop))  # so its Markdown files are collected
+    # One command updates both snapshot libraries; pytest-regressions' own flags would update
+    # the numbers without the text that quotes them.
+    for flag, dest in (("--force-regen", "force_regen"), ("--regen-all", "regen_all")):
+        if getattr(config.option, dest, False):
+            raise pytest.UsageError(
+                f"{flag} would update the stored numbers but not the text that quotes them: "
+                f"use `{UPDATE_COMMAND}`, which updates both"
+            )
+    update = bool(getattr(config.option, "update_snapshots", False))
+    config.option.regen_all = update
+    root = config.rootpath
+    places = Places(root)
+    config.stash[SETTINGS] = Settings(
+        places=places,
+        results_log=_path(config.getoption("bnvg_results_log")) or places.results_log,
+        diagrams=_path(config.getoption("bnvg_diagrams")) or places.diagrams,
+        strict=bool(config.getoption("bnvg_strict_numbers")),
+        update=update,
+        torch_threads=threads,
+        sampler_seed=config.getoption("bnvg_sampler_seed"),
+        workshop_text=workshop,
+        claims_report=_path(config.getoption("bnvg_claims_report")),
+        record=_path(config.getoption("bnvg_record")),
+    )
+    # One intra-op thread in every process that computes: the thread count changes the
+    # training-end numbers. An xdist controller computes nothing, and skips importing torch.
+    if not is_xdist_controller(config):
+        import torch
+
+        torch.set_num_threads(threads)

@@ -1,0 +1,99 @@
+"""Running the claims in a subprocess, and reading back what happened.
+
+    run = run_claims(["-k", "eval_bug"], cwd=project, outputs=tmp_path)
+    run.record.trained          # ("batch norm",)
+
+The one way the sweep, the benchmark and the project's own tests start `pytest claims/` as a
+user would: a fresh process, the log, figures and session record written into `outputs`
+(never the project's own captures/ or diagrams/), and xdist variables of the calling
+process left behind. What the session did is read from its record (`bnvg.evidence.record`),
+never from its terminal output.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bnvg.evidence.record import Record
+
+
+@dataclass(frozen=True)
+class ClaimsRun:
+    """One finished `pytest claims/` process."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    outputs: Path
+
+    @property
+    def results_log(self) -> Path:
+        return self.outputs / "results.log"
+
+    @property
+    def diagrams(self) -> Path:
+        return self.outputs / "diagrams"
+
+    @property
+    def record_path(self) -> Path:
+        return self.outputs / "record.json"
+
+    @property
+    def record(self) -> Record:
+        return Record.load(self.record_path)
+
+    def tail(self, chars: int = 3000) -> str:
+        """The end of what the process printed, for an assertion's message."""
+        return self.stdout[-chars:] + self.stderr[-chars:]
+
+
+def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without pytest-xdist's worker variables (a run started
+    from an xdist worker would otherwise believe it is one), plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    env.update(extra or {})
+    return env
+
+
+def run_claims(
+    args: Sequence[str] = (),
+    *,
+    cwd: Path,
+    outputs: Path,
+    env: Mapping[str, str] | None = None,
+    python: str = sys.executable,
+    timeout: float = 1800,
+    cache: bool = False,
+) -> ClaimsRun:
+    """`pytest claims/ ARGS` in the project at `cwd`, its files written to `outputs`.
+
+    `cache=False` passes `-p no:cacheprovider`, so the run neither reads nor writes pytest's
+    cache folder in the project.
+    """
+    outputs.mkdir(parents=True, exist_ok=True)
+    command = [
+        python,
+        "-m",
+        "pytest",
+        "claims/",
+        *([] if cache else ["-p", "no:cacheprovider"]),
+        f"--results-log={outputs / 'results.log'}",
+        f"--diagrams={outputs / 'diagrams'}",
+        f"--record={outputs / 'record.json'}",
+        *args,
+    ]
+    done = subprocess.run(
+        command,
+        cwd=cwd,
+        env=environment(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    return ClaimsRun(done.returncode, done.stdout, done.stderr, outputs)

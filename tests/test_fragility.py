@@ -1,0 +1,94 @@
+"""The sweep's table: readings that travel, bands clipped to their domain, and luck of the draw."""
+
+import json
+
+import pytest
+
+from bnvg.evidence.fragility import EMPTY, band_of, build_document, from_document, load
+from bnvg.log.readings import PERCENT, STEP, STEP_SPEC, Quantity, Reading, at_least, at_most
+
+ACC = Quantity("final test accuracy", PERCENT, ".1f")
+FIRST = Quantity("first step at the target", STEP, STEP_SPEC)
+
+
+def readings(acc, first=100, sometimes=False):
+    bound = at_least(90)
+    return {
+        r.name: r
+        for r in (
+            Reading("S8 layer norm", ACC, acc, bound, sometimes),
+            Reading("S6 batch norm", FIRST, first, at_most(100)),
+        )
+    }
+
+
+def document(reference, rounding=None, seeds=None, published=None, tables=None):
+    return build_document(
+        reference=("ref", reference),
+        rounding=rounding or {},
+        seeds=seeds or {},
+        published=published,
+        line_of={"S8 layer norm": 96, "S6 batch norm": 66},
+        tables=tables,
+    )
+
+
+def test_a_band_is_the_range_seen_widened_by_half_its_width_and_clipped_to_the_domain():
+    assert band_of([51.5, 100.0], "percentage") == (27.25, 100)
+    assert band_of([0.0079, 0.0053, 0.0115], "loss") == pytest.approx((0.0022, 0.0146))
+    assert band_of([7, 7, None], "count") is None
+
+
+def test_a_reading_that_prints_the_same_everywhere_is_robust_whatever_the_seeds_do():
+    t = from_document(
+        document(readings(100.0), {"avx2": readings(100.0)}, {"seed-1": readings(100.0, 150)})
+    )
+    assert t.readings["S8 layer norm, final test accuracy"].status == "robust"
+    # ... unless the seeds carry it across its claim's bound: then it is luck of the draw.
+    first = t.readings["S6 batch norm, first step at the target"]
+    assert first.status == "unstable" and first.holds_in("seeds") == (1, 2)
+
+
+def test_a_reading_that_moved_on_a_platform_is_fragile_with_a_band():
+    t = from_document(document(readings(93.0), {"avx2": readings(92.5)}))
+    e = t.readings["S8 layer norm, final test accuracy"]
+    assert e.status == "fragile" and e.band == pytest.approx((92.25, 93.25))
+    assert e.in_band(93.0) and not e.in_band(94.0)
+
+
+def test_layer_norm_is_unstable_and_says_how_often_its_bar_holds():
+    seeds = {
+        f"seed-{k}": readings(v)
+        for k, v in enumerate([100.0, 92.5, 48.5, 51.5, 48.5, 48.5, 96.5], 1)
+    }
+    published = {"S8 layer norm, final test accuracy": Reading("S8 layer norm", ACC, 100.0)}
+    t = from_document(document(readings(51.5, sometimes=True), seeds=seeds, published=published))
+    e = t.readings["S8 layer norm, final test accuracy"]
+    assert e.status == "unstable" and e.sometimes
+    assert e.holds_in("seeds") == (3, 8)
+    assert (
+        e.what_holds() == "at least 90 in 3 of 8 minibatch orders; at least 90 in 1 of 2 platforms"
+    )
+    assert e.range_seen() == (48.5, 100.0)
+    assert e.band == (27.25, 100)  # the published log counts as a platform
+
+
+def test_a_table_point_that_moved_on_a_platform_gets_one_and_a_half_times_that():
+    tables = {
+        "ref": {"runs/plain": {"train loss": [0.7, 0.6], "test accuracy %": [50.0, 51.0]}},
+        "avx2": {"runs/plain": {"train loss": [0.7, 0.604], "test accuracy %": [50.0, 51.0]}},
+    }
+    doc = document(readings(93.0), {"avx2": readings(93.0)}, tables=tables)
+    assert doc["tables"] == {"runs/plain": {"train loss": {"1": pytest.approx(0.006)}}}
+
+
+def test_the_document_round_trips_through_json_and_a_damaged_one_is_named(tmp_path):
+    path = tmp_path / "fragility.json"
+    path.write_text(json.dumps(document(readings(93.0), {"avx2": readings(92.5)})))
+    assert load(path).readings["S8 layer norm, final test accuracy"].status == "fragile"
+    path.write_text("{not json")
+    with pytest.raises(
+        ValueError, match=r"fragility.json is damaged .*rebuild it with the sweep: pytest sweep/"
+    ):
+        load(path)
+    assert load(tmp_path / "nowhere.json") is EMPTY

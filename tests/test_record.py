@@ -1,0 +1,35 @@
+"""The session record: what the sweep, the benchmark and the tests read instead of the terminal."""
+
+import numpy as np
+import pytest
+
+from bnvg.evidence.record import ClaimResult, Record
+from bnvg.evidence.tables import Table
+from bnvg.log.readings import PERCENT, Quantity, Reading, at_least
+
+
+def test_a_record_round_trips_through_its_file(tmp_path):
+    r = Reading("S8 ReLU", Quantity("final test accuracy", PERCENT, ".1f"), 93.0, at_least(90))
+    table = Table("runs/ReLU", "run 'ReLU'", "step", (1, 50), {"train loss": np.array([0.7, 0.6])})
+    record = Record(
+        exitstatus=0,
+        claims={
+            "claims/test_s8.py::test_fix[ReLU]": ClaimResult("passed", ("S8 ReLU",), (r.name,))
+        },
+        readings={r.name: r},
+        tables={table.name: table},
+        trained=("ReLU",),
+        platform={"torch": "2.13.0+cpu"},
+    )
+    record.save(tmp_path / "record.json")
+    again = Record.load(tmp_path / "record.json")
+    assert again.readings == record.readings and again.trained == ("ReLU",)
+    assert again.outcome("claims/test_s8.py::test_fix[ReLU]") == "passed"
+    assert again.outcome("claims/test_s8.py::test_other") == "not run"
+    assert list(again.tables["runs/ReLU"].columns["train loss"]) == [0.7, 0.6]
+
+
+def test_an_unreadable_record_is_named(tmp_path):
+    (tmp_path / "record.json").write_text('{"format": 99}')
+    with pytest.raises(ValueError, match=r"record\.json: a session record of format 99, not 1"):
+        Record.load(tmp_path / "record.json")
