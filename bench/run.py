@@ -6,6 +6,8 @@ Each round runs, one after the other,
   A  the workshop script (a copy made in a scratch folder, one thread, as reference-log runs it),
   B  `pytest claims/`              (the full verification, log and diagrams written),
   C  `pytest claims/ -k eval_bug`  (one claim's worth),
+B and C started as the project's tests start them (`bnvg.runner.run_claims`), writing into a
+scratch folder, and each checked by its session record: a failed run is no timing.
 so a machine that slows down or speeds up during the benchmark affects all three alike. It
 prints each command's median wall and CPU seconds and the ratios B/A and C/A, taken round by
 round and then the median. It then times training alone: seconds per 1000 SGD steps of the
@@ -26,8 +28,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from bnvg.runner import environment, run_claims
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SCRIPT = ROOT.parent / "shared" / "seed" / "experiment.py"
@@ -39,41 +44,54 @@ class Timing:
     cpu: float  # user + system of the child processes
 
 
-def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> Timing:
-    """Run `cmd` to completion and measure it as a whole process (children included)."""
+def timed(run: Callable[[], None]) -> Timing:
+    """Run one whole process to completion and measure it (its children included)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(
-        cmd, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    run()
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return Timing(wall, cpu)
 
 
-def commands(script: Path, scratch: Path) -> dict[str, tuple[list[str], Path, dict[str, str]]]:
+def commands(script: Path, scratch: Path) -> dict[str, Callable[[], None]]:
     """The three commands, each writing only into `scratch`."""
     workshop = scratch / "script" / "workshop"
     workshop.mkdir(parents=True)
     shutil.copy(script, workshop / "experiment.py")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
-    script_env = {**env, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    outputs = [f"--results-log={scratch / 'results.log'}", f"--diagrams={scratch / 'diagrams'}"]
-    pytest = [sys.executable, "-m", "pytest", "claims/", "-q", "-p", "no:cacheprovider", *outputs]
+
+    def the_script() -> None:
+        subprocess.run(
+            [sys.executable, "experiment.py"],
+            cwd=workshop,
+            env=environment({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}),
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+
+    def claims(*args: str) -> Callable[[], None]:
+        def run() -> None:
+            done = run_claims(["-q", *args], cwd=ROOT, outputs=scratch / "claims")
+            if done.returncode != 0 or done.record.exitstatus != 0:
+                raise SystemExit(f"pytest claims/ {' '.join(args)} failed:\n{done.tail()}")
+
+        return run
+
     return {
-        "workshop script": ([sys.executable, "experiment.py"], workshop, script_env),
-        "pytest claims/": (pytest, ROOT, env),
-        "pytest claims/ -k eval_bug": ([*pytest, "-k", "eval_bug"], ROOT, env),
+        "workshop script": the_script,
+        "pytest claims/": claims(),
+        "pytest claims/ -k eval_bug": claims("-k", "eval_bug"),
     }
 
 
 def seconds_per_1000_steps(depth: int, norm: str) -> float:
     import torch
-    from bnvg.config import NetSpec, Workshop
-    from bnvg.data import two_moons
-    from bnvg.model import build_network
-    from bnvg.train import train
+
+    from bnvg.experiment.config import NetSpec, Workshop
+    from bnvg.experiment.data import two_moons
+    from bnvg.experiment.model import build_network
+    from bnvg.experiment.train import train
 
     torch.set_num_threads(1)
     workshop = Workshop(steps=1000)
@@ -111,8 +129,8 @@ def main() -> None:
         cmds = commands(args.script, Path(tmp))
         results: dict[str, list[Timing]] = {name: [] for name in cmds}
         for round_no in range(args.rounds + 1):  # round 0 warms caches and is not counted
-            for name, (cmd, cwd, env) in cmds.items():
-                t = timed(cmd, cwd, env)
+            for name, command in cmds.items():
+                t = timed(command)
                 if round_no:
                     results[name].append(t)
                 print(

@@ -151,3 +151,42 @@ def test_the_committed_log_is_byte_identical_to_the_workshop_scripts_log():
         check=True,
     )
     assert Path(result.stdout.strip()).read_bytes() == COMMITTED_LOG
+
+
+WORKSHOP_TEXT = """\
+# Module 5: the other fixes
+
+The plain net's layer-1 gradient is 3015x smaller than the output's (line 40), and layer 4's
+gradient is 3.99e-02 (line 38) against 2.07e-01 with batch norm (line 48).
+After 4000 steps at lr 0.5 the plain net still scores 51.5% (line 65).
+Layer norm reaches 90% in only 3 of 8 minibatch orders (line 96).
+In train mode, batches of 2 score 71.5% (line 103).
+Layer norm also works: it reaches 100.0% (line 96).
+"""
+
+
+def test_the_workshops_citations_are_checked_against_the_claims_this_run_verified(tmp_path):
+    """The published eval-bug accuracy passes as drift, the published layer norm accuracy fails
+    with its range, and correct prose passes; citations run in one process, after the claims."""
+    text = tmp_path / "text"
+    text.mkdir()
+    (text / "module5.md").write_text(WORKSHOP_TEXT)
+    run = run_claims([f"--workshop={text}"], cwd=ROOT, outputs=tmp_path / "out", timeout=900)
+    record = run.record
+    assert all(c.outcome == "passed" for c in record.claims.values())
+    outcomes = {nodeid.rsplit("::", 1)[1]: c for nodeid, c in record.citations.items()}
+    assert {name: c.outcome for name, c in outcomes.items()} == {
+        "line 3": "passed",
+        "line 4": "passed",
+        "line 4 (2)": "passed",
+        "line 5": "passed",
+        "line 6": "passed",
+        "line 7": "passed",
+        "line 8": "failed",
+    }
+    assert outcomes["line 7"].drift == (
+        f"{text}/module5.md:7 quotes 71.5 for 'S9 train mode, batches of 2, test accuracy': "
+        "here 69.5, fragile, band 68.5 to 72.5 (platform-dependent)",
+    )
+    assert "it was 48.5 to 100 over the platforms and minibatch orders" in run.stdout
+    assert run.results_log.read_bytes() == COMMITTED_LOG

@@ -42,6 +42,7 @@ class Record:
     platform: Mapping[str, str] = field(default_factory=dict)
     options: Mapping[str, Any] = field(default_factory=dict)
     log: Mapping[str, Any] = field(default_factory=dict)
+    citations: Mapping[str, ClaimResult] = field(default_factory=dict)  # --workshop's checks
 
     def outcome(self, nodeid: str) -> str:
         return self.claims[nodeid].outcome if nodeid in self.claims else "not run"
@@ -54,15 +55,8 @@ class Record:
             "options": dict(self.options),
             "log": dict(self.log),
             "trained": list(self.trained),
-            "claims": {
-                nodeid: {
-                    "outcome": c.outcome,
-                    "lines": list(c.lines),
-                    "readings": list(c.readings),
-                    "drift": list(c.drift),
-                }
-                for nodeid, c in self.claims.items()
-            },
+            "claims": {nodeid: _result_json(c) for nodeid, c in self.claims.items()},
+            "citations": {nodeid: _result_json(c) for nodeid, c in self.citations.items()},
             "readings": {name: r.to_json() for name, r in self.readings.items()},
             "tables": {name: t.to_json() for name, t in self.tables.items()},
         }
@@ -73,12 +67,8 @@ class Record:
             raise ValueError(f"a session record of format {data.get('format')!r}, not {FORMAT}")
         return cls(
             exitstatus=int(data["exitstatus"]),
-            claims={
-                nodeid: ClaimResult(
-                    c["outcome"], tuple(c["lines"]), tuple(c["readings"]), tuple(c["drift"])
-                )
-                for nodeid, c in data["claims"].items()
-            },
+            claims={nodeid: _result(c) for nodeid, c in data["claims"].items()},
+            citations={nodeid: _result(c) for nodeid, c in data["citations"].items()},
             readings={name: Reading.from_json(r) for name, r in data["readings"].items()},
             tables={name: Table.from_json(t) for name, t in data["tables"].items()},
             trained=tuple(data["trained"]),
@@ -96,3 +86,18 @@ class Record:
             return cls.from_json(json.loads(path.read_text()))
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise ValueError(f"cannot read the session record {path}: {error}") from None
+
+
+def _result_json(c: ClaimResult) -> dict[str, Any]:
+    return {
+        "outcome": c.outcome,
+        "lines": list(c.lines),
+        "readings": list(c.readings),
+        "drift": list(c.drift),
+    }
+
+
+def _result(data: Mapping[str, Any]) -> ClaimResult:
+    return ClaimResult(
+        data["outcome"], tuple(data["lines"]), tuple(data["readings"]), tuple(data["drift"])
+    )

@@ -143,10 +143,8 @@ class Controller:
         s = self.settings
         return Record(
             exitstatus=int(session.exitstatus),
-            claims={
-                nodeid: ClaimResult(c.outcome, c.owns, tuple(c.readings), tuple(c.drift))
-                for nodeid, c in claims.items()
-            },
+            claims={nodeid: _result(c) for nodeid, c in claims.items()},
+            citations={nodeid: _result(c) for nodeid, c in self.claims.items() if c.citation},
             readings=readings,
             tables=tables,
             trained=tuple(self.trained),
@@ -188,6 +186,10 @@ class Controller:
             write(
                 "The log shows the values computed here. --strict-numbers turns drift into failure."
             )
+
+
+def _result(claim: ClaimOutcome) -> ClaimResult:
+    return ClaimResult(claim.outcome, claim.owns, tuple(claim.readings), tuple(claim.drift))
 
 
 def _load_environment(s: Settings) -> dict[str, str]:
