@@ -1,3 +1,38 @@
 """The project's own tests: the library's contracts, and the plugin's behaviour via pytester."""
 
 pytest_plugins = ["pytester"]
+
+
+import json  # noqa: E402
+from html.parser import HTMLParser  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def html_rows():
+    """Reads a pytest-html report back: each test's claim cell and extras, by test id. The
+    report is valid HTML whose table JavaScript draws from a JSON blob; this parses both."""
+
+    def read(path):
+        class Blob(HTMLParser):
+            data = None
+
+            def handle_starttag(self, tag, attrs):
+                attrs = dict(attrs)
+                if attrs.get("id") == "data-container":
+                    Blob.data = json.loads(attrs["data-jsonblob"])
+
+        Blob().feed(path.read_text())
+        assert Blob.data is not None, "no data-container in the HTML report"
+        rows = {}
+        for test_id, results in Blob.data["tests"].items():
+            row = rows.setdefault(test_id, {"sentence": "", "extras": []})
+            for result in results:
+                cells = "".join(result["resultsTableRow"])
+                claim = cells.split('class="bnvg-claim">', 1)[-1].split("</td>", 1)[0]
+                row["sentence"] = claim or row["sentence"]
+                row["extras"] += result["extras"]
+        return rows
+
+    return read

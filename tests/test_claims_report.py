@@ -103,7 +103,9 @@ def test_the_log_shows_the_value_computed_here_even_when_it_drifted(suite, pytes
 def test_the_claims_report_goes_section_by_section_naming_every_reading(suite, pytester):
     suite("0.0079", "--claims-report", "report.md").assert_outcomes(passed=2, failed=1)
     report = (pytester.path / "report.md").read_text()
-    assert "4 claims: 1 verified, 1 drifted, 1 failed, 1 not run." in report
+    assert "- 4 claims: 1 verified, 1 drifted, 1 failed, 1 not run" in report
+    assert "- run: `pytest -p no:randomly -k 'not unselected' --claims-report report.md" in report
+    assert "- platform: python " in report
     assert report.index("## [S1] two-moons dataset") < report.index("## [S6] training runs")
     assert "### `test_batch_norm_loss`: drifted" in report
     assert "> Batch norm's final loss is small." in report
@@ -112,3 +114,27 @@ def test_the_claims_report_goes_section_by_section_naming_every_reading(suite, p
     assert "### `test_broken`: failed" in report and "### `test_unselected`: not run" in report
     # Settings (chosen, not measured) are not shown as readings of a claim.
     assert "target accuracy" not in report
+
+
+def test_with_pytest_html_each_claims_row_carries_its_sentence_and_readings(
+    suite, pytester, html_rows
+):
+    pytest.importorskip("pytest_html")
+    suite("0.0079", "--html=report.html", "--self-contained-html").assert_outcomes(
+        passed=2, failed=1
+    )
+    rows = html_rows(pytester.path / "report.html")
+    loss = rows["test_claims.py::test_batch_norm_loss"]
+    assert "Batch norm&#x27;s final loss is small." in loss["sentence"]
+    [table] = [e["content"] for e in loss["extras"] if e["format_type"] == "html"]
+    assert (
+        "<td>S6 batch norm, final train loss</td><td>0.0079</td><td>0.0053</td><td>fragile</td>"
+        in table
+    )
+    assert "drift: S6 batch norm, final train loss: snapshot 0.0053, here 0.0079" in table
+
+
+def test_without_an_html_report_the_plugin_adds_nothing(suite, pytester):
+    result = suite("0.0053")
+    result.assert_outcomes(passed=2, failed=1)
+    assert not pytester.parseconfig().pluginmanager.has_plugin("bnvg-html")

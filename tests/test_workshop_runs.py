@@ -165,13 +165,26 @@ Layer norm also works: it reaches 100.0% (line 96).
 """
 
 
-def test_the_workshops_citations_are_checked_against_the_claims_this_run_verified(tmp_path):
-    """The published eval-bug accuracy passes as drift, the published layer norm accuracy fails
-    with its range, and correct prose passes; citations run in one process, after the claims."""
-    text = tmp_path / "text"
+@pytest.fixture(scope="module")
+def reported_run(tmp_path_factory):
+    """One full run that checks the workshop's text and writes both reports."""
+    folder = tmp_path_factory.mktemp("reported")
+    text = folder / "text"
     text.mkdir()
     (text / "module5.md").write_text(WORKSHOP_TEXT)
-    run = run_claims([f"--workshop={text}"], cwd=ROOT, outputs=tmp_path / "out", timeout=900)
+    args = [
+        f"--workshop={text}",
+        f"--claims-report={folder / 'report.md'}",
+        f"--html={folder / 'report.html'}",
+        "--self-contained-html",
+    ]
+    return run_claims(args, cwd=ROOT, outputs=folder / "out", timeout=900), folder
+
+
+def test_the_workshops_citations_are_checked_against_the_claims_this_run_verified(reported_run):
+    """The published eval-bug accuracy passes as drift, the published layer norm accuracy fails
+    with its range, and correct prose passes; citations run in one process, after the claims."""
+    run, folder = reported_run
     record = run.record
     assert all(c.outcome == "passed" for c in record.claims.values())
     outcomes = {nodeid.rsplit("::", 1)[1]: c for nodeid, c in record.citations.items()}
@@ -185,8 +198,52 @@ def test_the_workshops_citations_are_checked_against_the_claims_this_run_verifie
         "line 8": "failed",
     }
     assert outcomes["line 7"].drift == (
-        f"{text}/module5.md:7 quotes 71.5 for 'S9 train mode, batches of 2, test accuracy': "
+        f"{folder / 'text'}/module5.md:7 quotes 71.5 for 'S9 train mode, batches of 2, test accuracy': "
         "here 69.5, fragile, band 68.5 to 72.5 (platform-dependent)",
     )
     assert "it was 48.5 to 100 over the platforms and minibatch orders" in run.stdout
     assert run.results_log.read_bytes() == COMMITTED_LOG
+
+
+def test_the_claims_report_shows_every_claim_by_section_with_its_figure_inline(reported_run):
+    run, folder = reported_run
+    report = (folder / "report.md").read_text()
+    sections = [line for line in report.splitlines() if line.startswith("## ")]
+    assert [s.split("]")[0] for s in sections] == [f"## [S{k}" for k in range(10)]
+    claims = [line for line in report.splitlines() if line.startswith("### ")]
+    assert len(claims) == len(run.record.claims) == 59
+    for png in sorted((ROOT / "diagrams").glob("*.png")):
+        figure = f"![{png.name}]({os.path.relpath(run.diagrams / png.name, folder)})"
+        assert report.count(figure) == 1, png.name
+        # Under the claim that draws it: no other claim's heading comes between.
+        claim = report.rindex("### ", 0, report.index(figure))
+        assert "figure_is_drawn" in report[claim : report.index(figure)], png.name
+    # A name's digit or a version is never shown as a reading; readings have their names.
+    assert "| versions" not in report and "| S3 layer-2 weights, fan_in" not in report
+    assert (
+        "| S4 plain layer 1, ||dL/dW|| | 6.63e-05 | 6.63e-05 | 6.63e-05 | robust |"
+        in report.replace("\\|", "|")
+    )
+
+
+def test_the_html_report_embeds_every_figure_and_each_claims_sentence_and_readings(
+    reported_run, html_rows
+):
+    pytest.importorskip("pytest_html")
+    _, folder = reported_run
+    rows = html_rows(folder / "report.html")
+    claims = {k: v for k, v in rows.items() if k.startswith("claims/")}
+    assert len(claims) == 59
+    images = [e for row in claims.values() for e in row["extras"] if e["format_type"] == "image"]
+    assert sorted(e["name"] for e in images) == sorted(
+        p.name for p in (ROOT / "diagrams").glob("*.png")
+    )
+    assert all(e["content"].startswith("data:image/png;base64,") for e in images)
+    ratio = claims[
+        "claims/test_s4_at_init.py::test_plain_net_first_layer_gradient_is_3000x_smaller_than_output"
+    ]
+    assert "Workshop: &quot;gradient ratio, layer 1 vs output" in ratio["sentence"]
+    [table] = [e["content"] for e in ratio["extras"] if e["format_type"] == "html"]
+    assert (
+        "<td>S4 plain ratio, times smaller</td><td>3015</td><td>3015</td><td>robust</td>" in table
+    )

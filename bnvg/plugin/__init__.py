@@ -7,7 +7,8 @@
 - `quoting`, `numbers`, `text_snapshots`: the checks against the two snapshot libraries;
 - `controller`: gathers every claim's evidence; writes results.log (`results_log`), the
   claims report (`claims_report`) and the session record;
-- `citation_items`: `--workshop DIR`, a test per citation of the log in the Markdown.
+- `citation_items`: `--workshop DIR`, a test per citation of the log in the Markdown;
+- `html_report`: with pytest-html, each claim's sentence, readings and figure in its row.
 """
 
 pytest_plugins = [
@@ -17,4 +18,5 @@ pytest_plugins = [
     "bnvg.plugin.runs",
     "bnvg.plugin.controller",
     "bnvg.plugin.citation_items",
+    "bnvg.plugin.html_report",
 ]

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+import shlex
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
 from bnvg.evidence.fragility import Fragility
 from bnvg.evidence.fragility import load as load_fragility
+from bnvg.experiment.platform import describe
+from bnvg.files import relative
 from bnvg.log.layout import layout, line_number
 from bnvg.log.published import PublishedLogError, read_published
 from bnvg.log.readings import Reading
@@ -84,23 +87,35 @@ def render(
     log: LogAssembly | None,
     settings: Settings,
     root: Path,
+    platform: Mapping[str, str],
+    invocation: Sequence[str],
 ) -> str:
     path = settings.claims_report or root / "report.md"
     fragility = load_fragility(settings.places.fragility_json)
     published = _published(settings.places.published_log)
     counts = {s: sum(1 for c in claims.values() if c.status == s) for s in STATUSES}
+    seeds = sum(1 for v in fragility.variants if v.startswith("seed-")) + 1
     out = [
         "# Claims report",
         "",
-        f"{len(claims)} claims: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + ".",
-        "",
-        "results.log: "
+        f"- run: `pytest {shlex.join(invocation)}`",
+        f"- platform: {describe(platform)}",
+        f"- {len(claims)} claims: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n),
+        "- results.log: "
         + (
             f"{log.verified} lines verified, {log.failed} failed, {log.missing} not run"
             if log
             else "not written"
-        )
-        + ".",
+        ),
+        f"- the sweep's table: {len(fragility.readings)} readings over "
+        f"{len(fragility.variants) - seeds + 1} platforms and {seeds} minibatch orders "
+        f"(`{relative(settings.places.fragility_md, root)}`)"
+        if fragility.readings
+        else "- the sweep's table: none yet (`pytest sweep/`)",
+        "",
+        "Each reading: its value here, in the snapshot and in the published log; whether it "
+        "travels between platforms (robust, fragile, or unstable: luck of the draw); and how "
+        "often its claim's bound holds over the minibatch orders the sweep ran.",
     ]
     by_section: dict[str, list[str]] = {}
     for nodeid in sorted(claims, key=lambda n: (_position(claims[n]), n)):

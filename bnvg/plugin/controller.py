@@ -104,7 +104,8 @@ class Controller:
             environment = json.dumps(self.platform, indent=2, sort_keys=True) + "\n"
             atomic_write(s.places.environment, environment)
         if s.claims_report:
-            text = claims_report.render(claims, self.log, s, root)
+            invocation = self.config.invocation_params.args
+            text = claims_report.render(claims, self.log, s, root, self.platform, invocation)
             atomic_write(s.claims_report, text)
             self.summary.append(f"wrote the claims report {relative(s.claims_report, root)}")
         if s.record:
