@@ -54,8 +54,13 @@ class ClaimsRun:
 
 def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """This process's environment without pytest-xdist's worker variables (a run started
-    from an xdist worker would otherwise believe it is one), plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    from an xdist worker would otherwise believe it is one) and without PYTEST_ADDOPTS (the
+    caller says what the run does), plus `extra`."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PYTEST_XDIST") and k != "PYTEST_ADDOPTS"
+    }
     env.update(extra or {})
     return env
 
@@ -68,12 +73,14 @@ def run_claims(
     env: Mapping[str, str] | None = None,
     python: str = sys.executable,
     timeout: float = 1800,
-    cache: bool = False,
+    cache_dir: Path | None = None,
 ) -> ClaimsRun:
     """`pytest claims/ ARGS` in the project at `cwd`, its files written to `outputs`.
 
-    `cache=False` passes `-p no:cacheprovider`, so the run neither reads nor writes pytest's
-    cache folder in the project.
+    Without `cache_dir` the run uses no pytest cache at all (`-p no:cacheprovider`): it trains
+    every network and draws every figure. With it, pytest's cache lives there (never in the
+    project's own .pytest_cache), and a run reuses what an earlier run with the same
+    `cache_dir` kept.
     """
     outputs.mkdir(parents=True, exist_ok=True)
     command = [
@@ -81,7 +88,7 @@ def run_claims(
         "-m",
         "pytest",
         "claims/",
-        *([] if cache else ["-p", "no:cacheprovider"]),
+        *(["-p", "no:cacheprovider"] if cache_dir is None else ["-o", f"cache_dir={cache_dir}"]),
         f"--results-log={outputs / 'results.log'}",
         f"--diagrams={outputs / 'diagrams'}",
         f"--record={outputs / 'record.json'}",

@@ -34,9 +34,9 @@ def test_input_features_have_std_0_890_and_0_511(data, quoted):
 
 
 @pytest.mark.log_lines("plot two_moons.png")
-def test_two_moons_figure_is_drawn(data, figure, draw, quoted):
+def test_two_moons_figure_is_drawn(data, figure, quoted):
     """Figure: "The two-moons task: no straight line separates these"."""
     points = series.two_moons(data)
     figure.check(points)
-    figure.saved(draw.two_moons(points, figure.folder))
+    figure.draw("two_moons.png", points)
     quoted.lines(fill.plot_saved("two_moons.png"))

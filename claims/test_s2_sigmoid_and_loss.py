@@ -51,18 +51,18 @@ def test_autograd_gradient_of_bce_wrt_logit_is_p_minus_y(quoted):
 
 
 @pytest.mark.log_lines("plot sigmoid_and_deriv.png")
-def test_sigmoid_and_slope_figure_is_drawn(figure, draw, quoted):
+def test_sigmoid_and_slope_figure_is_drawn(figure, quoted):
     """Figure: "The sigmoid and its slope", the slope peaking at 0.25."""
     curve = series.sigmoid_and_slope(slope_curve())
     figure.check(curve)
-    figure.saved(draw.sigmoid_and_deriv(curve, figure.folder))
+    figure.draw("sigmoid_and_deriv.png", curve)
     quoted.lines(fill.plot_saved("sigmoid_and_deriv.png"))
 
 
 @pytest.mark.log_lines("plot bce_loss.png")
-def test_bce_loss_figure_is_drawn(figure, draw, quoted):
+def test_bce_loss_figure_is_drawn(figure, quoted):
     """Figure: "Binary cross-entropy loss", with ln 2 marked at p = 0.5."""
     losses = series.bce_loss()
     figure.check(losses)
-    figure.saved(draw.bce_loss(losses, figure.folder))
+    figure.draw("bce_loss.png", losses)
     quoted.lines(fill.plot_saved("bce_loss.png"))

@@ -95,10 +95,10 @@ PLOTTED = {
     "name",
     [pytest.param(name, marks=pytest.mark.log_lines(f"plot {name}")) for name in FIGURES[3:7]],
 )
-def test_at_init_figure_is_drawn(name, at_init, figure, draw, quoted):
+def test_at_init_figure_is_drawn(name, at_init, figure, quoted):
     """Figures: gradient size per layer (both nets, and the plain net alone), the backward
     signal at each depth, and the forward activation spread."""
     plotted = PLOTTED[name](at_init)
     figure.check(plotted)
-    figure.saved(getattr(draw, name.removesuffix(".png"))(plotted, figure.folder))
+    figure.draw(name, plotted)
     quoted.lines(fill.plot_saved(name))

@@ -32,9 +32,9 @@ def test_a_quarter_per_layer_leaves_under_one_millionth_after_10_layers():
 
 
 @pytest.mark.log_lines("plot geometric_decay.png")
-def test_geometric_decay_figure_is_drawn(figure, draw, quoted):
+def test_geometric_decay_figure_is_drawn(figure, quoted):
     """Figure: "Multiplying one factor per layer is geometric decay"."""
     decay = series.geometric_decay(DECAY_FACTORS)
     figure.check(decay)
-    figure.saved(draw.geometric_decay(decay, figure.folder))
+    figure.draw("geometric_decay.png", decay)
     quoted.lines(fill.plot_saved("geometric_decay.png"))

@@ -42,25 +42,25 @@ def test_batch_norm_net_reaches_90_percent_by_step_100_and_ends_at_100_percent(r
 
 @pytest.mark.runs("plain", "batch norm")
 @pytest.mark.log_lines("plot loss_curves.png")
-def test_loss_curves_figure_is_drawn(runs, workshop, figure, draw, quoted):
+def test_loss_curves_figure_is_drawn(runs, workshop, figure, quoted):
     """Figure: "Training loss: plain vs batch norm", the plain curve flat at ln 2."""
     plain, bn = runs.history("plain"), runs.history("batch norm")
-    figure.saved(draw.loss_curves(plain, bn, workshop.steps, figure.folder))
+    figure.draw("loss_curves.png", plain, bn, workshop.steps)
     quoted.lines(fill.plot_saved("loss_curves.png"))
 
 
 @pytest.mark.runs("plain", "batch norm")
 @pytest.mark.log_lines("plot accuracy_curves.png")
-def test_accuracy_curves_figure_is_drawn(runs, workshop, figure, draw, quoted):
+def test_accuracy_curves_figure_is_drawn(runs, workshop, figure, quoted):
     """Figure: "Test accuracy: plain vs batch norm"."""
     plain, bn = runs.history("plain"), runs.history("batch norm")
-    figure.saved(draw.accuracy_curves(plain, bn, workshop.steps, figure.folder))
+    figure.draw("accuracy_curves.png", plain, bn, workshop.steps)
     quoted.lines(fill.plot_saved("accuracy_curves.png"))
 
 
 @pytest.mark.runs("plain", "batch norm")
 @pytest.mark.log_lines("plot decision_boundaries.png")
-def test_decision_boundaries_figure_is_drawn(runs, data, figure, draw, quoted):
+def test_decision_boundaries_figure_is_drawn(runs, data, figure, quoted):
     """Figure: "What each trained network actually learned": the plain net's boundary misses
     the moons, batch norm's bends between them. The nets are checked through their training
     histories, which every weight of theirs shapes."""
@@ -68,5 +68,5 @@ def test_decision_boundaries_figure_is_drawn(runs, data, figure, draw, quoted):
         (title, run.network(), run.history.final_acc)
         for title, run in (("plain", runs.get("plain")), ("batch norm", runs.get("batch norm")))
     ]
-    figure.saved(draw.decision_boundaries(panels, data, figure.folder))
+    figure.draw("decision_boundaries.png", panels, data)
     quoted.lines(fill.plot_saved("decision_boundaries.png"))

@@ -92,21 +92,21 @@ def test_batch_norm_at_lr_0_5_reaches_90_percent_at_depth_8(runs, quoted):
 
 @pytest.mark.runs("plain", "plain, lr = 5.0", "plain, lr = 50.0")
 @pytest.mark.log_lines("plot lr_crank.png")
-def test_lr_crank_figure_is_drawn(runs, workshop, figure, draw, quoted):
+def test_lr_crank_figure_is_drawn(runs, workshop, figure, quoted):
     """Figure: "Cranking the learning rate, plain net, depth 4"."""
     curves = {
         f"plain, lr = {lr}": runs.history(name)
         for lr, name in ((0.5, "plain"), (5.0, "plain, lr = 5.0"), (50.0, "plain, lr = 50.0"))
     }
-    figure.saved(draw.lr_crank(curves, workshop.depth, figure.folder))
+    figure.draw("lr_crank.png", curves, workshop.depth)
     quoted.lines(fill.plot_saved("lr_crank.png"))
 
 
 @pytest.mark.runs(*(f"depth 8 plain, lr = {lr}" for lr in DEEP_LRS), "depth 8 batch norm, lr = 0.5")
 @pytest.mark.log_lines("plot depth8_rescue.png")
-def test_depth8_rescue_figure_is_drawn(runs, figure, draw, quoted):
+def test_depth8_rescue_figure_is_drawn(runs, figure, quoted):
     """Figure: "Depth 8: no learning rate saves the plain net; batch norm just works"."""
     curves = {f"plain, lr = {lr}": runs.history(f"depth 8 plain, lr = {lr}") for lr in DEEP_LRS}
     curves["batch norm, lr = 0.5"] = runs.history("depth 8 batch norm, lr = 0.5")
-    figure.saved(draw.depth8_rescue(curves, DEEP_DEPTH, figure.folder))
+    figure.draw("depth8_rescue.png", curves, DEEP_DEPTH)
     quoted.lines(fill.plot_saved("depth8_rescue.png"))

@@ -90,22 +90,22 @@ def test_layer_norm_raises_the_init_gradient_ratio_8x_over_the_plain_net(runs, d
 
 @pytest.mark.runs(*(RUN_OF[name] for name in S8_VARIANTS))
 @pytest.mark.log_lines("plot variants_accuracy.png")
-def test_variants_accuracy_figure_is_drawn(runs, figure, draw, quoted):
+def test_variants_accuracy_figure_is_drawn(runs, figure, quoted):
     """Figure: "Every fix works; the plain sigmoid net does not", one bar per variant."""
     final = series.variants_accuracy(
         {name: runs.get(RUN_OF[name]).history.final_acc for name in S8_VARIANTS}
     )
     figure.check(final)
-    figure.saved(draw.variants_accuracy(final, figure.folder))
+    figure.draw("variants_accuracy.png", final)
     quoted.lines(fill.plot_saved("variants_accuracy.png"))
 
 
 @pytest.mark.log_lines("plot relu_and_deriv.png")
-def test_relu_and_slope_figure_is_drawn(figure, draw, quoted):
+def test_relu_and_slope_figure_is_drawn(figure, quoted):
     """Figure: "ReLU and its slope": slope exactly 1 where active, so no shrinkage."""
     relu = series.relu_and_slope()
     figure.check(relu)
-    figure.saved(draw.relu_and_deriv(relu, figure.folder))
+    figure.draw("relu_and_deriv.png", relu)
     quoted.lines(fill.plot_saved("relu_and_deriv.png"))
 
 

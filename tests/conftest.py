@@ -36,3 +36,10 @@ def html_rows():
         return rows
 
     return read
+
+
+@pytest.fixture(autouse=True)
+def _no_outer_addopts(monkeypatch):
+    """CI sets PYTEST_ADDOPTS=--recompute for its own sessions; the sessions these tests start
+    say for themselves what they do."""
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)

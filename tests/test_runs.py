@@ -1,5 +1,7 @@
 """Training runs: each trained at most once, shared exactly, handed out as independent copies."""
 
+import shutil
+
 import pytest
 import torch
 
@@ -9,7 +11,9 @@ from bnvg.experiment.eval_bug import demonstrate_eval_bug
 from bnvg.experiment.measure import init_grad_ratio
 from bnvg.experiment.model import build_network
 from bnvg.experiment.run_cache import RunCache
-from bnvg.experiment.runs import RUNS, RunSpec, train_run
+from bnvg.experiment.runs import RUNS, RunSpec
+from bnvg.experiment.train import train_run
+from bnvg.store import Entry, Store
 
 SHORT = Workshop(steps=60)  # enough for two history points; the real runs are 4000 steps
 
@@ -19,22 +23,83 @@ def test_the_log_needs_twelve_distinct_runs():
 
 
 def test_a_run_is_trained_once_however_often_it_is_asked_for():
-    trained = []
-    cache = RunCache(SHORT, on_train=trained.append)
+    events = []
+    cache = RunCache(SHORT, on_event=lambda *event: events.append(event))
     first = cache.get("batch norm")
     assert cache.get(RunSpec(NetSpec(norm="batch"))) is first
     assert cache.get("plain") is not first
-    assert trained == ["batch norm", "plain"]
+    assert events == [("trained", "batch norm", None), ("trained", "plain", None)]
 
 
 def test_processes_sharing_a_store_train_once_and_load_bit_identical_results(tmp_path):
-    trainer, loader = RunCache(SHORT, store=tmp_path), RunCache(SHORT, store=tmp_path)
+    store = Store(tmp_path)
+    trainer, loader = (
+        RunCache(SHORT, store=store, session="a"),
+        RunCache(SHORT, store=store, session="a"),
+    )
     trained = trainer.get("depth 8 batch norm, lr = 0.5")
     loaded = loader.get("depth 8 batch norm, lr = 0.5")
     assert (trainer.trained, loader.trained) == (["depth 8 batch norm, lr = 0.5"], [])
     assert loaded.history == trained.history
     a, b = trained.network().state_dict(), loaded.network().state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_later_session_reuses_a_stored_run_and_says_when_and_where_it_was_trained(tmp_path):
+    store = Store(tmp_path)
+    RunCache(SHORT, store=store, session="yesterday").get("plain")
+    events = []
+    later = RunCache(SHORT, store=store, session="today", on_event=lambda *e: events.append(e))
+    later.get("plain")
+    [(event, name, reused)] = events
+    assert (event, name, later.trained) == ("reused", "plain", [])
+    assert reused.platform["torch threads"] == str(torch.get_num_threads())
+    recompute = RunCache(SHORT, store=store, session="again", recompute=True)
+    recompute.get("plain")
+    assert recompute.trained == ["plain"]
+
+
+def test_a_damaged_entry_is_reported_and_trained_again(tmp_path):
+    store = Store(tmp_path)
+    cache = RunCache(SHORT, store=store, session="a")
+    cache.get("plain")
+    [content] = tmp_path.glob("*.bin")
+    content.write_bytes(content.read_bytes()[:-10])  # truncated
+    events = []
+    again = RunCache(SHORT, store=store, session="b", on_event=lambda *e: events.append(e))
+    again.get("plain")
+    assert events[0] == (
+        "damaged",
+        "plain",
+        "its content does not match its checksum (truncated or corrupt)",
+    )
+    assert again.trained == ["plain"] and isinstance(store.get(cache.key(RUNS["plain"])), Entry)
+
+
+def test_the_key_covers_the_code_the_recipe_the_spec_and_the_platform(tmp_path, monkeypatch):
+    import bnvg.experiment.run_cache as run_cache
+    import bnvg.experiment.runs as runs
+
+    where = run_cache.run_platform()
+    key = runs.run_key(RUNS["plain"], SHORT, where)
+    assert key == runs.run_key(RUNS["plain"], SHORT, dict(where))
+    others = [
+        runs.run_key(RUNS["batch norm"], SHORT, where),
+        runs.run_key(RUNS["plain"], Workshop(steps=61), where),
+        runs.run_key(RUNS["plain"], Workshop(steps=60, sampler_seed=3), where),
+        runs.run_key(RUNS["plain"], SHORT, {**where, "torch threads": "2"}),
+        runs.run_key(RUNS["plain"], SHORT, {**where, "cpu capability": "DEFAULT"}),
+        runs.run_key(RUNS["plain"], SHORT, {**where, "torch": "2.14.1+cpu"}),
+    ]
+    assert len({key, *others}) == 7
+    # A comment added to a module a run executes is a new key; a module it does not, is not.
+    copy = tmp_path / "experiment"
+    shutil.copytree(runs.EXPERIMENT, copy)
+    monkeypatch.setattr(runs, "EXPERIMENT", copy)
+    (copy / "eval_bug.py").write_text((copy / "eval_bug.py").read_text() + "# a comment\n")
+    assert runs.run_key(RUNS["plain"], SHORT, where) == key
+    (copy / "train.py").write_text((copy / "train.py").read_text() + "# a comment\n")
+    assert runs.run_key(RUNS["plain"], SHORT, where) != key
 
 
 def test_a_trained_network_is_handed_out_as_an_independent_copy():

@@ -39,6 +39,9 @@ class Record:
     readings: Mapping[str, Reading]
     tables: Mapping[str, Table]
     trained: tuple[str, ...] = ()
+    reused: tuple[str, ...] = ()  # runs loaded from pytest's cache instead of trained
+    damaged: tuple[str, ...] = ()  # cached runs found damaged, and so trained again
+    figures_reused: tuple[str, ...] = ()  # drawings copied from pytest's cache
     platform: Mapping[str, str] = field(default_factory=dict)
     options: Mapping[str, Any] = field(default_factory=dict)
     log: Mapping[str, Any] = field(default_factory=dict)
@@ -55,6 +58,9 @@ class Record:
             "options": dict(self.options),
             "log": dict(self.log),
             "trained": list(self.trained),
+            "reused": list(self.reused),
+            "damaged": list(self.damaged),
+            "figures reused": list(self.figures_reused),
             "claims": {nodeid: _result_json(c) for nodeid, c in self.claims.items()},
             "citations": {nodeid: _result_json(c) for nodeid, c in self.citations.items()},
             "readings": {name: r.to_json() for name, r in self.readings.items()},
@@ -72,6 +78,9 @@ class Record:
             readings={name: Reading.from_json(r) for name, r in data["readings"].items()},
             tables={name: Table.from_json(t) for name, t in data["tables"].items()},
             trained=tuple(data["trained"]),
+            reused=tuple(data["reused"]),
+            damaged=tuple(data["damaged"]),
+            figures_reused=tuple(data["figures reused"]),
             platform=data["platform"],
             options=data["options"],
             log=data["log"],

@@ -1,47 +1,114 @@
-"""Each training run trained at most once, and shared between the processes of one session.
+"""Each training run trained at most once, and reused while nothing it depends on changes.
 
-`RunCache` trains a `RunSpec` on first request and hands out the frozen result to every later
-caller, so claims that quote the same run share one training. Given a `store` folder that
-several processes share (the pytest-xdist workers of one session), a finished run is saved
-there and a process that needs a run another one is training waits for it and loads it. The
-saved tensors and floats are the trained ones, bit for bit.
+`RunCache` trains a `RunSpec` on first request and hands the frozen result to every later
+caller, so claims that quote the same run share one training. Given a `Store`
+(`bnvg.store`: in pytest's cache folder, or a folder the xdist workers of one session share),
+a finished run is saved there under a key that covers everything its numbers depend on:
+
+- the source of the experiment modules a run executes (a comment is enough to change it:
+  hashing files is simple and never misses a change that matters);
+- the run's spec and the workshop's recipe, seeds included;
+- the torch and numpy versions, the CPU capability torch dispatches to, the torch thread
+  count, and the Python version.
+
+Change any of them and no entry has the key: the run is trained again. A process that needs
+a run another process is training waits for it and loads it; a damaged entry is reported and
+trained again. Loading is exact: the saved tensors and floats are the trained ones, bit for bit.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Sequence
-from pathlib import Path
+import io
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from types import MappingProxyType
+from typing import Any
 
 import torch
-from filelock import FileLock, Timeout
+from filelock import Timeout
 
 from bnvg.experiment.config import WORKSHOP, Workshop
 from bnvg.experiment.data import two_moons
-from bnvg.experiment.runs import RUNS, RunSpec, TrainedRun, estimated_seconds, run_named, train_run
-from bnvg.experiment.train import History
-from bnvg.files import replacing
+from bnvg.experiment.runs import (
+    RUNS,
+    RunSpec,
+    estimated_seconds,
+    platform_without_torch,
+    run_inputs,
+    run_key,
+    run_named,
+)
+from bnvg.experiment.train import History, TrainedRun, train_run
+from bnvg.store import Damaged, Entry, Store
+
+
+def run_platform() -> dict[str, str]:
+    """What besides the code decides a run's numbers in this process."""
+    return {
+        **platform_without_torch(torch.get_num_threads()),
+        "torch": str(torch.__version__),
+        "cpu capability": torch.backends.cpu.get_cpu_capability(),
+    }
+
+
+@dataclass(frozen=True)
+class Reused:
+    """A run loaded from the store, and where and when it was trained."""
+
+    name: str
+    trained_at: str
+    platform: Mapping[str, str]
+
+
+def _to_bytes(run: TrainedRun) -> bytes:
+    h = run.history
+    buffer = io.BytesIO()
+    torch.save(
+        {"history": [list(h.step), list(h.loss), list(h.test_acc)], "state": dict(run._state)},
+        buffer,
+    )
+    return buffer.getvalue()
+
+
+def _from_bytes(spec: RunSpec, content: bytes) -> TrainedRun:
+    payload = torch.load(io.BytesIO(content), weights_only=True)
+    step, loss, acc = payload["history"]
+    history = History(step=tuple(step), loss=tuple(loss), test_acc=tuple(acc))
+    return TrainedRun(spec=spec, history=history, _state=MappingProxyType(payload["state"]))
 
 
 class RunCache:
     """Trains each `RunSpec` at most once, and hands out the frozen result to every caller.
 
-    `store`: a folder shared with other processes (see the module docstring), or None.
-    `on_train` is called with the name (or spec) of every run this process actually trained.
+    `store`: where finished runs are kept (None: in memory only). `session` names this
+    session; with `recompute`, only entries written in this session are used, so every run
+    is trained again once and shared between the session's processes. `on_event` is told
+    ("trained" | "reused" | "damaged", name, detail) of every run this process trained,
+    loaded, or found damaged.
     """
 
     def __init__(
         self,
         workshop: Workshop = WORKSHOP,
-        store: Path | None = None,
-        on_train: Callable[[str], None] | None = None,
+        store: Store | None = None,
+        on_event: Callable[[str, str, Any], None] | None = None,
+        session: str = "",
+        recompute: bool = False,
     ) -> None:
         self.workshop = workshop
         self.store = store
-        self.on_train = on_train
+        self.on_event = on_event or (lambda event, name, detail: None)
+        self.session = session
+        self.recompute = recompute
         self.trained: list[str] = []
         self._done: dict[RunSpec, TrainedRun] = {}
+        self._where: dict[str, str] | None = None
+
+    def key(self, spec: RunSpec) -> str:
+        if self._where is None:
+            self._where = run_platform()
+        return run_key(spec, self.workshop, self._where)
 
     def get(self, spec: RunSpec | str) -> TrainedRun:
         name = spec if isinstance(spec, str) else _name_of(spec)
@@ -52,8 +119,8 @@ class RunCache:
         return self._done[spec]
 
     def prefetch(self, names: Sequence[str]) -> None:
-        """Train, longest first, every run of `names` that no process sharing the store has
-        started yet; skip those another process is training or has trained.
+        """Train, longest first, every run of `names` that the store lacks and no process
+        sharing it has started yet; skip those another process is training.
 
         Workers that all call this split the work between them as they go (whoever is free
         takes the next run), so they finish together even when one started late. The runs
@@ -61,60 +128,59 @@ class RunCache:
         """
         if self.store is None:
             return
-        self.store.mkdir(parents=True, exist_ok=True)
         for name in sorted(names, key=lambda n: -estimated_seconds(run_named(n), self.workshop)):
             spec = run_named(name)
-            path = self._path(spec)
+            key = self.key(spec)
             try:
-                with FileLock(str(path) + ".lock", timeout=0):
-                    if not path.exists():
-                        self._done[spec] = self._train(spec, name)
-                        _save(self._done[spec], path)
+                with self.store.lock(key, timeout=0):
+                    if self._usable(key, name) is None:
+                        self._done[spec] = self._train_and_keep(spec, name, key)
             except Timeout:
-                continue  # another worker is training it
+                continue  # another process is training it
 
-    def _path(self, spec: RunSpec) -> Path:
+    def _usable(self, key: str, name: str) -> Entry | None:
+        """The stored entry for `key` if this session may use it; a damaged one is reported."""
         assert self.store is not None
-        return self.store / f"run-{_fingerprint(spec, self.workshop)}.pt"
+        found = self.store.get(key)
+        if isinstance(found, Damaged):
+            self.on_event("damaged", name, found.reason)
+            return None
+        if found is None or (self.recompute and found.about.get("session") != self.session):
+            return None
+        return found
 
-    def _train(self, spec: RunSpec, name: str) -> TrainedRun:
+    def _train_and_keep(self, spec: RunSpec, name: str, key: str) -> TrainedRun:
         run = train_run(spec, two_moons(self.workshop), self.workshop)
         self.trained.append(name)
-        if self.on_train is not None:
-            self.on_train(name)
+        self.on_event("trained", name, None)
+        if self.store is not None:
+            about = {
+                "run": name,
+                "inputs": run_inputs(spec, self.workshop, self._where or run_platform()),
+                "trained at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                "platform": self._where or run_platform(),
+                "session": self.session,
+            }
+            self.store.put(key, _to_bytes(run), about)
         return run
 
     def _load_or_train(self, spec: RunSpec, name: str) -> TrainedRun:
         if self.store is None:
-            return self._train(spec, name)
-        self.store.mkdir(parents=True, exist_ok=True)
-        path = self._path(spec)
-        # One process trains; the others block on the lock, then find the file.
-        with FileLock(str(path) + ".lock"):
-            if path.exists():
-                return _load(spec, path)
-            run = self._train(spec, name)
-            _save(run, path)
-            return run
+            return self._train_and_keep(spec, name, "")
+        key = self.key(spec)
+        # One process trains; the others block on the lock, then find the entry.
+        with self.store.lock(key):
+            entry = self._usable(key, name)
+            if entry is None:
+                return self._train_and_keep(spec, name, key)
+        run = _from_bytes(spec, entry.content)
+        if entry.about.get("session") != self.session:
+            detail = Reused(
+                name, str(entry.about.get("trained at")), entry.about.get("platform", {})
+            )
+            self.on_event("reused", name, detail)
+        return run
 
 
 def _name_of(spec: RunSpec) -> str:
     return next((name for name, known in RUNS.items() if known == spec), str(spec))
-
-
-def _fingerprint(spec: RunSpec, workshop: Workshop) -> str:
-    return hashlib.sha256(repr((spec, workshop)).encode()).hexdigest()[:16]
-
-
-def _save(run: TrainedRun, path: Path) -> None:
-    h = run.history
-    payload = {"history": [list(h.step), list(h.loss), list(h.test_acc)], "state": dict(run._state)}
-    with replacing(path) as tmp:
-        torch.save(payload, tmp)
-
-
-def _load(spec: RunSpec, path: Path) -> TrainedRun:
-    payload = torch.load(path, weights_only=True)
-    step, loss, acc = payload["history"]
-    history = History(step=tuple(step), loss=tuple(loss), test_acc=tuple(acc))
-    return TrainedRun(spec=spec, history=history, _state=MappingProxyType(payload["state"]))

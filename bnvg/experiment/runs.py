@@ -1,25 +1,41 @@
-"""The workshop's training runs: what decides each one's numbers, and how one is trained.
+"""The workshop's training runs, and everything each one's numbers depend on.
 
-A `RunSpec` says everything that decides a run's numbers: the network, the learning rate and
+A `RunSpec` says what decides a run beside the recipe: the network, the learning rate and
 whether the at-init gradient ratio was measured on the very network before it trained (that
 one train-mode pass nudges batch norm's running statistics, and so the early history).
-`RUNS` names the twelve distinct runs the log needs; `train_run` trains one from scratch
-(`bnvg.experiment.run_cache` trains each at most once and shares it).
+`RUNS` names the twelve distinct runs the log needs. `run_key` digests everything a run's
+numbers depend on, so that a stored run is reused only while none of it changed
+(`bnvg.experiment.run_cache`); `bnvg.experiment.train.train_run` trains one.
+
+No torch here: the key is read by processes that never train (pytest-xdist's controller).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import platform
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
 from types import MappingProxyType
 
-import torch
-
 from bnvg.experiment.config import DEEP_DEPTH, PLAIN, WORKSHOP, NetSpec, Workshop
-from bnvg.experiment.data import TwoMoons
-from bnvg.experiment.measure import init_grad_ratio
-from bnvg.experiment.model import TinyNet, build_network
-from bnvg.experiment.train import History, train
+from bnvg.store import digest, source_digest
+
+EXPERIMENT = Path(__file__).resolve().parent
+# The modules a training run executes; editing any other (the eval bug, the figures' data)
+# retrains nothing.
+RUN_SOURCES = (
+    "config.py",
+    "data.py",
+    "model.py",
+    "metrics.py",
+    "measure.py",
+    "train.py",
+    "runs.py",
+)
 
 
 @dataclass(frozen=True)
@@ -79,28 +95,45 @@ def run_named(name: str) -> RunSpec:
         ) from None
 
 
-@dataclass(frozen=True)
-class TrainedRun:
-    """A finished run: its history, and its final weights kept out of anyone's reach."""
-
-    spec: RunSpec
-    history: History
-    _state: Mapping[str, torch.Tensor] = field(repr=False)
-
-    def network(self, workshop: Workshop = WORKSHOP) -> TinyNet:
-        """A fresh copy of the trained network, in eval mode; changing it changes nothing
-        any other caller sees."""
-        net = build_network(self.spec.net, workshop)
-        net.load_state_dict({k: v.clone() for k, v in self._state.items()})
-        net.eval()
-        return net
+def platform_without_torch(threads: int) -> dict[str, str]:
+    """The parts of a run's platform that can be known without importing torch; the torch
+    version as installed, and the CPU capability torch resolves, need torch."""
+    return {
+        "python": platform.python_version(),
+        "numpy": metadata.version("numpy"),
+        "torch threads": str(threads),
+        # What the user asked torch's dispatcher for (it resolves it to "cpu capability").
+        "ATEN_CPU_CAPABILITY": os.environ.get("ATEN_CPU_CAPABILITY", ""),
+    }
 
 
-def train_run(spec: RunSpec, data: TwoMoons, workshop: Workshop = WORKSHOP) -> TrainedRun:
-    """Build, optionally probe, and train one run from scratch."""
-    net = build_network(spec.net, workshop)
-    if spec.probed:
-        init_grad_ratio(net, data.X_train, data.y_train)
-    history = train(net, data, spec.lr, workshop)
-    state = MappingProxyType({k: v.detach().clone() for k, v in net.state_dict().items()})
-    return TrainedRun(spec=spec, history=history, _state=state)
+def run_inputs(spec: RunSpec, workshop: Workshop, where: Mapping[str, str]) -> dict[str, str]:
+    """Everything a run's numbers depend on."""
+    return {
+        "source": source_digest(EXPERIMENT / name for name in RUN_SOURCES),
+        "spec": repr(spec),
+        "workshop": repr(workshop),
+        **where,
+    }
+
+
+def run_key(spec: RunSpec, workshop: Workshop, where: Mapping[str, str]) -> str:
+    """The key of a run's entry: a digest of everything its numbers depend on."""
+    return digest(json.dumps(run_inputs(spec, workshop, where), sort_keys=True))
+
+
+def stored_runs(folder: Path, workshop: Workshop, where: Mapping[str, str]) -> set[str]:
+    """The names of the runs of `RUNS` whose entries in `folder` match `where`, which may
+    leave some platform items out: a cheap look, without torch, at what a session would reuse
+    (the session itself checks the whole key, and trains what does not match)."""
+    found = set()
+    for about_path in folder.glob("*.json"):
+        try:
+            inputs = json.loads(about_path.read_text()).get("inputs", {})
+        except (OSError, ValueError, AttributeError):
+            continue
+        for name, spec in RUNS.items():
+            wanted = run_inputs(spec, workshop, where)
+            if all(inputs.get(k) == v for k, v in wanted.items()):
+                found.add(name)
+    return found

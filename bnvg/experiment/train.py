@@ -1,4 +1,4 @@
-"""The training loop every variant goes through (sections S6 to S8).
+"""The training loop every variant goes through (sections S6 to S8), and a finished run.
 
 Plain minibatch SGD with a seeded sampler: the same minibatches, in the same order, for every
 network. Every `eval_every` steps (and after step 1) it records the full training-set loss
@@ -7,14 +7,18 @@ and the held-out test accuracy, both in eval mode.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import torch
 
 from bnvg.experiment.config import TARGET_ACCURACY, WORKSHOP, Workshop
 from bnvg.experiment.data import TwoMoons
+from bnvg.experiment.measure import init_grad_ratio
 from bnvg.experiment.metrics import accuracy, bce
-from bnvg.experiment.model import TinyNet
+from bnvg.experiment.model import TinyNet, build_network
+from bnvg.experiment.runs import RunSpec
 
 
 @dataclass(frozen=True)
@@ -75,3 +79,30 @@ def train(net: TinyNet, data: TwoMoons, lr: float, workshop: Workshop = WORKSHOP
             losses.append(full_loss)
             accs.append(accuracy(net, X_test, y_test))
     return History(step=tuple(steps), loss=tuple(losses), test_acc=tuple(accs))
+
+
+@dataclass(frozen=True)
+class TrainedRun:
+    """A finished run: its history, and its final weights kept out of anyone's reach."""
+
+    spec: RunSpec
+    history: History
+    _state: Mapping[str, torch.Tensor] = field(repr=False)
+
+    def network(self, workshop: Workshop = WORKSHOP) -> TinyNet:
+        """A fresh copy of the trained network, in eval mode; changing it changes nothing
+        any other caller sees."""
+        net = build_network(self.spec.net, workshop)
+        net.load_state_dict({k: v.clone() for k, v in self._state.items()})
+        net.eval()
+        return net
+
+
+def train_run(spec: RunSpec, data: TwoMoons, workshop: Workshop = WORKSHOP) -> TrainedRun:
+    """Build, optionally probe, and train one run from scratch."""
+    net = build_network(spec.net, workshop)
+    if spec.probed:
+        init_grad_ratio(net, data.X_train, data.y_train)
+    history = train(net, data, spec.lr, workshop)
+    state = MappingProxyType({k: v.detach().clone() for k, v in net.state_dict().items()})
+    return TrainedRun(spec=spec, history=history, _state=state)

@@ -2,7 +2,8 @@
 
 - `options`: the command line, read once into the session's settings; one torch thread;
 - `collection`: what each claim owns and declares; where the suite runs (xdist or not);
-- `fixtures`: the recipe, data and measurements, `quoted`, `figure`, `draw`, the snapshot;
+- `fixtures`: the recipe, data and measurements, `quoted`, the snapshot;
+- `figures`: `figure`, which checks what a figure plots, then draws it or reuses its drawing;
 - `runs`: trained networks declared per claim, trained once, their histories verified;
 - `quoting`, `numbers`, `text_snapshots`: the checks against the two snapshot libraries;
 - `controller`: gathers every claim's evidence; writes results.log (`results_log`), the
@@ -15,6 +16,7 @@ pytest_plugins = [
     "bnvg.plugin.options",
     "bnvg.plugin.collection",
     "bnvg.plugin.fixtures",
+    "bnvg.plugin.figures",
     "bnvg.plugin.runs",
     "bnvg.plugin.controller",
     "bnvg.plugin.citation_items",

@@ -6,7 +6,7 @@
 - Each claim's report carries the lines it owns and the sentence it verifies (its
   docstring), so the controller knows them whichever process ran it.
 - `-n auto` (set in pyproject.toml) spreads a full suite over every core, but runs a narrowed
-  selection in this one process.
+  selection, or a suite whose trained runs pytest's cache already holds, in this one process.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pytest
 
 from bnvg.log.layout import claimed_keys
 from bnvg.plugin.outcomes import OWNS, SENTENCE, owned_keys, sentence_of
+from bnvg.plugin.runs import all_runs_stored
 
 
 def is_citation(item: pytest.Item) -> bool:
@@ -70,5 +71,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     still decides when set."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
-    # Citations read the whole log, so --workshop runs in one process too.
-    return 0 if narrowed(config) or config.getoption("bnvg_workshop") else None
+    # Citations read the whole log, so --workshop runs in one process too; and when pytest's
+    # cache holds every trained run, there is nothing left worth a second process.
+    if narrowed(config) or config.getoption("bnvg_workshop") or all_runs_stored(config):
+        return 0
+    return None

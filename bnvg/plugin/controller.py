@@ -27,7 +27,7 @@ from bnvg.plugin import claims_report, results_log
 from bnvg.plugin.collection import is_citation, narrowed
 from bnvg.plugin.options import SETTINGS, UPDATE_COMMAND, Settings, is_controller, settings
 from bnvg.plugin.outcomes import ClaimOutcome, owned_keys, sentence_of
-from bnvg.plugin.runs import TRAINED, TRAINED_OUTPUT
+from bnvg.plugin.runs import RUN_EVENTS, RUN_EVENTS_OUTPUT
 
 PLATFORM_OUTPUT = "bnvg_platform"  # the platform an xdist worker computed on
 
@@ -64,14 +64,18 @@ class Controller:
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         """An xdist worker finished: add the runs it trained and the platform it used."""
         output = getattr(node, "workeroutput", {})
-        self.config.stash[TRAINED].extend(output.get(TRAINED_OUTPUT, []))
+        self.config.stash[RUN_EVENTS].extend(tuple(e) for e in output.get(RUN_EVENTS_OUTPUT, []))
         self.platform = self.platform or dict(output.get(PLATFORM_OUTPUT, {}))
+
+    def _runs(self, event: str) -> list[tuple[str, Any]]:
+        """(name, detail) of every run with `event` this session, in any process."""
+        events: list[tuple[str, str, Any]] = self.config.stash[RUN_EVENTS]
+        return [(name, detail) for what, name, detail in events if what == event]
 
     @property
     def trained(self) -> list[str]:
         """The runs trained this session, by this process and every xdist worker."""
-        ledger: list[str] = self.config.stash[TRAINED]
-        return ledger
+        return [name for name, _ in self._runs("trained")]
 
     @property
     def claim_outcomes(self) -> dict[str, ClaimOutcome]:
@@ -149,6 +153,9 @@ class Controller:
             readings=readings,
             tables=tables,
             trained=tuple(self.trained),
+            reused=tuple(dict.fromkeys(name for name, _ in self._runs("reused"))),
+            damaged=tuple(dict.fromkeys(name for name, _ in self._runs("damaged"))),
+            figures_reused=tuple(dict.fromkeys(n for n, _ in self._runs("figure reused"))),
             platform=self.platform,
             options={
                 "torch threads": s.torch_threads,
@@ -173,6 +180,28 @@ class Controller:
         trained = self.trained
         if trained:
             write(f"trained {len(trained)} networks this session: " + "; ".join(trained))
+        for name, reason in self._runs("damaged"):
+            write(f"the cached run {name!r} was damaged ({reason}): trained again")
+        for name, reason in self._runs("figure damaged"):
+            write(f"the cached drawing of {name} was damaged ({reason}): drawn again")
+        reused: dict[str, list[str]] = {}
+        for name, detail in self._runs("reused"):  # each xdist worker loads what it needs
+            where = platform.describe(detail["platform"])
+            names = reused.setdefault(f"trained {detail['trained at']} with {where}", [])
+            if name not in names:
+                names.append(name)
+        for when, names in reused.items():
+            write(
+                f"reused {len(names)} networks from pytest's cache ({when}): "
+                + "; ".join(names)
+                + ". --recompute trains them again"
+            )
+        figures = dict.fromkeys(name for name, _ in self._runs("figure reused"))
+        if figures:
+            write(
+                f"reused {len(figures)} figures drawn earlier from the same numbers by the same "
+                "code (copied from pytest's cache; --recompute draws them again)"
+            )
         drift = [d for c in self.claims.values() for d in c.drift]
         if drift:
             terminalreporter.write_sep(

@@ -9,13 +9,10 @@ torch there would only delay starting the workers.
 
 from __future__ import annotations
 
-from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 import pytest
 
-from bnvg.plugin.numbers import NumberSnapshots
 from bnvg.plugin.options import UPDATE_COMMAND, fragility, settings
 from bnvg.plugin.outcomes import LINE
 from bnvg.plugin.quoting import Quoted
@@ -25,13 +22,10 @@ if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
 
     from bnvg.evidence.fragility import Fragility
-    from bnvg.evidence.tables import Table
     from bnvg.experiment.config import Workshop
     from bnvg.experiment.data import TwoMoons
     from bnvg.experiment.measure import AtInit
     from bnvg.log.layout import LogLine
-
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="session")
@@ -119,51 +113,3 @@ class ResultsLog:
 @pytest.fixture
 def results_log(request: pytest.FixtureRequest) -> ResultsLog:
     return ResultsLog(request.node)
-
-
-class Figure:
-    """Where a claim draws its figure, and the checks around drawing it: the numbers it
-    plots against their snapshot before, a real PNG after."""
-
-    def __init__(self, request: pytest.FixtureRequest, folder: Path) -> None:
-        self.folder = folder
-        self._numbers = NumberSnapshots(
-            request, settings(request.config), fragility(request.config)
-        )
-
-    def check(self, *tables: Table) -> None:
-        """Compare the numbers the figure plots with their snapshot."""
-        __tracebackhide__ = True
-        for table in tables:
-            self._numbers.check_table(table)
-
-    def saved(self, path: Path) -> Path:
-        """Check that the figure was written as a real, non-trivial PNG image."""
-        __tracebackhide__ = True
-        head = path.read_bytes()[:24]
-        assert head.startswith(PNG_SIGNATURE), f"{path} is not a PNG file"
-        width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
-        assert width > 300 and height > 200, f"{path} is only {width}x{height} pixels"
-        return path
-
-
-@pytest.fixture(scope="session")
-def diagrams_dir(pytestconfig: pytest.Config) -> Path:
-    """The folder the claims draw their figures into."""
-    path = settings(pytestconfig).diagrams
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-@pytest.fixture
-def figure(request: pytest.FixtureRequest, diagrams_dir: Path) -> Figure:
-    return Figure(request, diagrams_dir)
-
-
-@pytest.fixture
-def draw() -> ModuleType:
-    """bnvg.figures.draw, imported on first use so claims that draw nothing never load
-    matplotlib."""
-    import bnvg.figures.draw
-
-    return bnvg.figures.draw

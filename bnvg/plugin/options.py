@@ -29,6 +29,7 @@ class Settings:
     diagrams: Path
     strict: bool  # --strict-numbers: any difference from a snapshot fails
     update: bool  # --snapshot-update: record what is computed here, text and numbers
+    recompute: bool  # --recompute or --strict-numbers: train every run again
     torch_threads: int
     sampler_seed: int | None
     workshop_text: Path | None  # --workshop DIR: the Markdown whose citations are checked
@@ -109,6 +110,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "or not (for the reference machine)",
     )
     group.addoption(
+        "--recompute",
+        dest="bnvg_recompute",
+        action="store_true",
+        help="train every network again instead of reusing the runs kept in pytest's cache "
+        "(--strict-numbers implies it)",
+    )
+    group.addoption(
         "--torch-threads",
         dest="bnvg_torch_threads",
         type=int,
@@ -165,6 +173,9 @@ def pytest_configure(config: pytest.Config) -> None:
         diagrams=_path(config.getoption("bnvg_diagrams")) or places.diagrams,
         strict=bool(config.getoption("bnvg_strict_numbers")),
         update=update,
+        recompute=bool(
+            config.getoption("bnvg_recompute") or config.getoption("bnvg_strict_numbers")
+        ),
         torch_threads=threads,
         sampler_seed=config.getoption("bnvg_sampler_seed"),
         workshop_text=workshop,

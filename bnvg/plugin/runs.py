@@ -8,11 +8,17 @@ taking the next untrained run; a worker loads the runs another one trained.
 
 Reading a run checks its whole training history against the stored one (`bnvg.plugin.numbers`)
 first: a history that moved fails every claim that reads the run, naming the step.
+
+Trained runs are kept in pytest's cache folder (`.pytest_cache/d/bnvg-runs`), under a key
+that covers everything their numbers depend on (`bnvg.experiment.run_cache`), and reused by
+later sessions while nothing of it changes. `--recompute` (and `--strict-numbers`) train
+every run again; `-p no:cacheprovider` and `--cache-clear` do what pytest users expect.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import dataclasses
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -23,11 +29,14 @@ from bnvg.plugin.options import fragility, settings
 if TYPE_CHECKING:
     from bnvg.experiment.config import Workshop
     from bnvg.experiment.run_cache import RunCache
-    from bnvg.experiment.runs import TrainedRun
+    from bnvg.experiment.train import TrainedRun
 
 NEEDED_RUNS = pytest.StashKey[tuple[str, ...]]()
-TRAINED = pytest.StashKey[list[str]]()  # names of the runs this process trained
-TRAINED_OUTPUT = "bnvg_trained"  # the same list, shipped from an xdist worker
+# What this process did with each run or figure: ("trained" | "reused" | "damaged", run name,
+# detail) or ("figure reused" | "figure damaged", figure name, detail).
+RUN_EVENTS = pytest.StashKey[list[tuple[str, str, Any]]]()
+RUN_EVENTS_OUTPUT = "bnvg_run_events"  # the same list, shipped from an xdist worker
+CACHE_FOLDER = "bnvg-runs"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -35,7 +44,31 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "runs(*names): the trained networks this claim reads (see bnvg.experiment.runs.RUNS)",
     )
-    config.stash[TRAINED] = []
+    config.stash[RUN_EVENTS] = []
+
+
+def all_runs_stored(config: pytest.Config) -> bool:
+    """Whether pytest's cache holds every run of the workshop for this code and platform, as
+    far as can be told without importing torch (the session itself checks the whole key)."""
+    from importlib import metadata
+
+    from bnvg.experiment.config import WORKSHOP
+    from bnvg.experiment.runs import RUNS, platform_without_torch, stored_runs
+
+    if config.getoption("bnvg_recompute") or config.getoption("bnvg_strict_numbers"):
+        return False
+    if not config.pluginmanager.has_plugin("cacheprovider"):
+        return False
+    # Where pytest's Cache.mkdir(CACHE_FOLDER) puts it; pytest_xdist_auto_num_workers runs
+    # before the cache plugin is configured.
+    folder = config.rootpath / config.getini("cache_dir") / "d" / CACHE_FOLDER
+    seed = config.getoption("bnvg_sampler_seed")
+    workshop = WORKSHOP if seed is None else dataclasses.replace(WORKSHOP, sampler_seed=seed)
+    where = {
+        **platform_without_torch(config.getoption("bnvg_torch_threads")),
+        "torch": metadata.version("torch"),
+    }
+    return stored_runs(folder, workshop, where) == set(RUNS)
 
 
 def declared_runs(item: pytest.Item) -> tuple[str, ...]:
@@ -60,28 +93,53 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     if hasattr(config, "workerinput"):
-        config.workeroutput[TRAINED_OUTPUT] = config.stash[TRAINED]  # type: ignore[attr-defined]
+        config.workeroutput[RUN_EVENTS_OUTPUT] = config.stash[RUN_EVENTS]  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="session")
 def run_cache(
     workshop: Workshop, pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
 ) -> RunCache:
-    """Every run the selected claims need, each trained at most once in the session.
+    """Every run the selected claims need, each trained at most once, and reused from pytest's
+    cache folder while nothing it depends on changed.
 
-    Under pytest-xdist the workers of one session share a run folder (the pattern xdist
-    documents for session fixtures that must run once) and train the runs between them up
-    front, each taking the next untrained run, longest first.
+    Under pytest-xdist the workers of one session share the store (the pattern xdist
+    documents for session fixtures that must run once) and train the missing runs between
+    them up front, each taking the next untrained run, longest first. Without pytest's cache
+    the workers share a folder of the session's temporary directory instead.
     """
-    from bnvg.experiment.run_cache import RunCache
+    import uuid
 
-    ledger = pytestconfig.stash[TRAINED]
-    if not hasattr(pytestconfig, "workerinput"):
-        return RunCache(workshop, on_train=ledger.append)
-    store = tmp_path_factory.getbasetemp().parent / "bnvg-runs"
-    cache = RunCache(workshop, store=store, on_train=ledger.append)
+    from bnvg.experiment.run_cache import Reused, RunCache
+    from bnvg.store import Store
+
+    events = pytestconfig.stash[RUN_EVENTS]
+
+    def note(event: str, name: str, detail: Any) -> None:
+        if isinstance(detail, Reused):
+            detail = {"trained at": detail.trained_at, "platform": dict(detail.platform)}
+        events.append((event, name, detail))
+
+    worker = getattr(pytestconfig, "workerinput", None)
+    pytest_cache = getattr(pytestconfig, "cache", None)  # None under -p no:cacheprovider
+    cache_dir = pytest_cache.mkdir(CACHE_FOLDER) if pytest_cache is not None else None
+    if cache_dir is not None:
+        store: Store | None = Store(cache_dir)
+    elif worker is not None:
+        store = Store(tmp_path_factory.getbasetemp().parent / CACHE_FOLDER)
+    else:
+        store = None
+    s = settings(pytestconfig)
+    cache = RunCache(
+        workshop,
+        store=store,
+        on_event=note,
+        session=worker["testrunuid"] if worker else uuid.uuid4().hex,
+        recompute=s.recompute,
+    )
     needed: tuple[str, ...] = pytestconfig.stash[NEEDED_RUNS]
-    cache.prefetch(needed)
+    if worker is not None:
+        cache.prefetch(needed)
     return cache
 
 

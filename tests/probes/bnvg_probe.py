@@ -1,7 +1,8 @@
-"""A pytest plugin for tests/test_workshop_runs.py: reports whether matplotlib was imported."""
+"""A pytest plugin for tests/test_workshop_runs.py: reports which heavy modules were imported."""
 
 import sys
 
 
 def pytest_unconfigure(config):
-    print(f"matplotlib imported: {'matplotlib' in sys.modules}")
+    for module in ("matplotlib", "torch._dynamo"):
+        print(f"{module} imported: {module in sys.modules}")

@@ -1,0 +1,163 @@
+"""Trained runs and drawings reused from pytest's cache while nothing they depend on changed.
+
+Every test here runs the real claims in subprocesses, with a cache folder of its own.
+"""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bnvg.runner import run_claims
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMITTED_LOG = (ROOT / "captures" / "results.log").read_bytes()
+PROBE = {"PYTHONPATH": str(Path(__file__).parent / "probes")}
+
+
+def eval_bug(out, cache, *args, env=None):
+    run = run_claims(["-k", "eval_bug", *args], cwd=ROOT, outputs=out, cache_dir=cache, env=env)
+    assert run.returncode == 0, run.tail()
+    return run.record
+
+
+@pytest.fixture(scope="module")
+def cold_then_warm(tmp_path_factory):
+    """A full run that fills a cache, then one that reuses it."""
+    folder = tmp_path_factory.mktemp("reuse")
+    cold = run_claims([], cwd=ROOT, outputs=folder / "cold", cache_dir=folder / "cache")
+    warm = run_claims(
+        ["-s", "-p", "bnvg_probe"],
+        cwd=ROOT,
+        outputs=folder / "warm",
+        cache_dir=folder / "cache",
+        env=PROBE,
+    )
+    assert cold.returncode == warm.returncode == 0, cold.tail() + warm.tail()
+    return cold, warm
+
+
+def test_a_warm_run_reuses_every_network_and_figure_and_writes_the_same_bytes(cold_then_warm):
+    cold, warm = cold_then_warm
+    assert len(cold.record.trained) == 12 and cold.record.reused == ()
+    assert warm.record.trained == () and len(warm.record.reused) == 12
+    assert len(warm.record.figures_reused) == 15
+    assert cold.results_log.read_bytes() == warm.results_log.read_bytes() == COMMITTED_LOG
+    for png in (ROOT / "diagrams").glob("*.png"):
+        assert (warm.diagrams / png.name).read_bytes() == png.read_bytes(), png.name
+        assert (cold.diagrams / png.name).read_bytes() == png.read_bytes(), png.name
+
+
+def test_reusing_imports_neither_torch_dynamo_nor_matplotlib(cold_then_warm):
+    _, warm = cold_then_warm
+    assert "matplotlib imported: False" in warm.stdout  # the probe plugin's own lines
+    assert "torch._dynamo imported: False" in warm.stdout
+
+
+def test_the_summary_says_which_runs_were_reused_when_and_on_what(cold_then_warm):
+    _, warm = cold_then_warm
+    assert "reused 12 networks from pytest's cache (trained 20" in warm.stdout
+    assert "cpu capability AVX" in warm.stdout or "cpu capability DEFAULT" in warm.stdout
+    assert "reused 15 figures drawn earlier from the same numbers" in warm.stdout
+
+
+def test_recompute_strict_numbers_no_cache_and_cache_clear_train_again(tmp_path):
+    cache = tmp_path / "cache"
+    assert eval_bug(tmp_path / "a", cache).trained == ("batch norm",)
+    assert eval_bug(tmp_path / "b", cache).reused == ("batch norm",)
+    for i, args in enumerate([["--recompute"], ["--strict-numbers"], ["--cache-clear"]]):
+        record = eval_bug(tmp_path / f"c{i}", cache, *args)
+        assert record.trained == ("batch norm",) and record.reused == (), args
+    no_cache = run_claims(["-k", "eval_bug"], cwd=ROOT, outputs=tmp_path / "d")
+    assert no_cache.record.trained == ("batch norm",)
+
+
+@pytest.mark.parametrize(
+    ("how", "args", "env"),
+    [
+        ("two torch threads", ["--torch-threads=2"], None),
+        ("scalar CPU kernels", [], {"ATEN_CPU_CAPABILITY": "default"}),
+    ],
+)
+def test_another_thread_count_or_cpu_capability_trains_again(tmp_path, how, args, env):
+    cache = tmp_path / "cache"
+    eval_bug(tmp_path / "a", cache)
+    other = run_claims(
+        ["-k", "eval_bug", "--snapshot-update", *args],
+        cwd=scratch(tmp_path),
+        outputs=tmp_path / "b",
+        cache_dir=cache,
+        env=env,
+    )
+    assert other.record.trained == ("batch norm",), how
+    assert eval_bug(tmp_path / "c", cache).reused == ("batch norm",)  # the first is still there
+
+
+def scratch(tmp_path):
+    """A copy of the project whose snapshots another platform may rewrite."""
+    project = tmp_path / "project"
+    for name in ("claims", "snapshots"):
+        shutil.copytree(ROOT / name, project / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("conftest.py", "pyproject.toml"):
+        shutil.copy(ROOT / name, project / name)
+    return project
+
+
+def test_editing_a_comment_of_the_training_code_trains_again_and_of_other_code_does_not(tmp_path):
+    """In a copy of the project with its own bnvg (its conftest.py puts it first on sys.path)."""
+    project = scratch(tmp_path)
+    shutil.copytree(ROOT / "bnvg", project / "bnvg", ignore=shutil.ignore_patterns("__pycache__"))
+    cache = tmp_path / "cache"
+
+    def run(out):
+        done = run_claims(["-k", "eval_bug"], cwd=project, outputs=tmp_path / out, cache_dir=cache)
+        assert done.returncode == 0, done.tail()
+        return done.record
+
+    assert run("a").trained == ("batch norm",)
+    eval_bug_py = project / "bnvg" / "experiment" / "eval_bug.py"
+    eval_bug_py.write_text(eval_bug_py.read_text() + "# a comment\n")
+    assert run("b").reused == ("batch norm",)
+    train_py = project / "bnvg" / "experiment" / "train.py"
+    train_py.write_text(train_py.read_text() + "# a comment\n")
+    assert run("c").trained == ("batch norm",)
+
+
+def test_a_corrupted_entry_is_reported_and_trained_again(tmp_path):
+    cache = tmp_path / "cache"
+    eval_bug(tmp_path / "a", cache)
+    [entry] = (cache / "d" / "bnvg-runs").glob("*.bin")
+    data = bytearray(entry.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    entry.write_bytes(bytes(data))
+    run = run_claims(["-k", "eval_bug"], cwd=ROOT, outputs=tmp_path / "b", cache_dir=cache)
+    assert run.returncode == 0, run.tail()
+    assert run.record.damaged == ("batch norm",) and run.record.trained == ("batch norm",)
+    assert (
+        "the cached run 'batch norm' was damaged (its content does not match its checksum"
+        in run.stdout
+    )
+    assert eval_bug(tmp_path / "c", cache).reused == ("batch norm",)  # and written anew
+
+
+def test_two_sessions_sharing_a_cache_train_a_run_once(tmp_path):
+    cache = tmp_path / "cache"
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from pathlib import Path; from bnvg.runner import run_claims; "
+                f"r = run_claims(['-k', 'eval_bug'], cwd=Path({str(ROOT)!r}), "
+                f"outputs=Path({str(tmp_path)!r}) / 'out{i}', cache_dir=Path({str(cache)!r})); "
+                "print(r.returncode, r.record.trained, r.record.reused)",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
+    said = [p.communicate(timeout=600)[0].strip() for p in procs]
+    assert set(said) == {"0 () ('batch norm',)", "0 ('batch norm',) ()"}  # one trained, one reused
