@@ -44,7 +44,9 @@ def tests(session: nox.Session) -> None:
     """The README's two commands, on one Python, writing into the session's own folder, then
     how the log and the figures compare with the committed ones."""
     session.install("-e", ".[dev]")
-    out = Path(session.create_tmp())
+    # Not session.create_tmp(): it points TMPDIR inside the project, where pytest would take
+    # the project's own pyproject.toml for the scratch projects the tests make.
+    out = Path(session.virtualenv.location) / "out"
     outputs = [f"--results-log={out / 'results.log'}", f"--diagrams={out / 'diagrams'}"]
     session.run("pytest", "claims/", *outputs, f"--record={out / 'record.json'}", *session.posargs)
     session.run("pytest", "claims/", "tests/", *outputs, *session.posargs)

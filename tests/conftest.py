@@ -1,12 +1,11 @@
 """The project's own tests: the library's contracts, and the plugin's behaviour via pytester."""
 
+import json
+from html.parser import HTMLParser
+
+import pytest
+
 pytest_plugins = ["pytester"]
-
-
-import json  # noqa: E402
-from html.parser import HTMLParser  # noqa: E402
-
-import pytest  # noqa: E402
 
 
 @pytest.fixture
@@ -43,3 +42,13 @@ def _no_outer_addopts(monkeypatch):
     """CI sets PYTEST_ADDOPTS=--recompute for its own sessions; the sessions these tests start
     say for themselves what they do."""
     monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+
+
+@pytest.fixture
+def pytester(pytester):
+    """pytest's pytester, with an ini file in its folder: pytest then takes that folder as the
+    rootdir of the sessions it starts, never a project found above it (a TMPDIR inside this
+    project would otherwise make them write into this project's snapshots)."""
+    if not (pytester.path / "pytest.ini").exists():
+        pytester.makeini("[pytest]\n")
+    return pytester
