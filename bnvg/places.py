@@ -6,7 +6,7 @@
         claims/        one file per claim, one row per reading it quotes
         runs/          one file per training run: its whole history
         figures/       one file per figure that plots anything but a history
-      evidence/      the sweep's table (fragility.json, .md) and the published log
+      evidence/      the sweep's fragments and tables (fragility.*, robustness.*), the published log
       environment.json   the platform that recorded the snapshots
 
 Each snapshot library owns its folder and looks nowhere else: syrupy claims every file under
@@ -52,6 +52,18 @@ class Places:
     @property
     def fragility_md(self) -> Path:
         return self.evidence / "fragility.md"
+
+    @property
+    def robustness_json(self) -> Path:
+        return self.evidence / "robustness.json"
+
+    @property
+    def robustness_md(self) -> Path:
+        return self.evidence / "robustness.md"
+
+    @property
+    def fragments(self) -> Path:
+        return self.evidence / "fragments"
 
     @property
     def published_log(self) -> Path:

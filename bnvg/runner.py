@@ -13,6 +13,7 @@ never from its terminal output.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -20,6 +21,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bnvg.evidence.record import Record
+
+# What a claims session needs of a project, beside the installed bnvg.
+PROJECT_FILES = ("claims", "snapshots", "conftest.py", "pyproject.toml")
+
+
+def scratch_copy(root: Path, into: Path) -> Path:
+    """A copy of the project at `root` that a session may change (its snapshots updated, its
+    log written) without touching the project: its claims, snapshots and configuration."""
+    for name in PROJECT_FILES:
+        source = root / name
+        if source.is_dir():
+            shutil.copytree(source, into / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            into.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source, into / name)
+    return into
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,9 @@ same seed and trained with the same recipe as the S6 nets."""
 
 import pytest
 
+from bnvg.evidence.robustness import Rate
 from bnvg.experiment.config import NetSpec
 from bnvg.experiment.measure import init_grad_ratio
-from bnvg.experiment.model import build_network
 from bnvg.figures import series
 from bnvg.log import fill
 from bnvg.log.layout import S8_VARIANTS
@@ -18,32 +18,32 @@ FIXES = ("batch norm", "ReLU", "Xavier init", "residual")
 LAYER_NORM_ACCURACY = "S8 layer norm, final test accuracy"
 
 
-def row(name, runs, data):
+def row(name, runs, data, fresh_network):
     """(init gradient ratio of a fresh net, trained run) for one S8 variant."""
     run = runs.get(RUN_OF[name])
-    ratio = init_grad_ratio(build_network(run.spec.net), data.X_train, data.y_train)
+    ratio = init_grad_ratio(fresh_network(run.spec.net), data.X_train, data.y_train)
     return ratio, run
 
 
-def plain_ratio(data):
-    return init_grad_ratio(build_network(NetSpec()), data.X_train, data.y_train)
+def plain_ratio(data, fresh_network):
+    return init_grad_ratio(fresh_network(NetSpec()), data.X_train, data.y_train)
 
 
 @pytest.mark.log_lines("S8 xavier std")
-def test_xavier_init_scales_layer_2_weights_to_std_about_0_5(quoted):
+def test_xavier_init_scales_layer_2_weights_to_std_about_0_5(fresh_network, quoted):
     """Workshop: "xavier layer-2 weight std = 0.5155 (default was 0.3114)": Glorot's scale
     sqrt(2 / (fan_in + fan_out)) = 0.5 for 4-into-4 layers, above PyTorch's default."""
-    xavier = build_network(NetSpec(init="xavier")).hidden[1].weight.std().item()
-    default = build_network(NetSpec()).hidden[1].weight.std().item()
+    xavier = fresh_network(NetSpec(init="xavier")).hidden[1].weight.std().item()
+    default = fresh_network(NetSpec()).hidden[1].weight.std().item()
     assert round(xavier, 1) == 0.5
     quoted.lines(fill.xavier_std(xavier, default), holds={"Xavier std": above(default)})
 
 
 @pytest.mark.runs("plain")
 @pytest.mark.log_lines("S8 plain sigmoid")
-def test_plain_sigmoid_row_stays_at_chance(runs, data, quoted):
+def test_plain_sigmoid_row_stays_at_chance(runs, data, fresh_network, quoted):
     """Workshop: "plain sigmoid 3.32e-04 51.5%": the S6 run, the one that does not work."""
-    ratio, run = row("plain sigmoid", runs, data)
+    ratio, run = row("plain sigmoid", runs, data, fresh_network)
     assert run.history.best_acc < 0.90
     quoted.lines(
         fill.variant_row("plain sigmoid", ratio, run.history.final_acc),
@@ -58,15 +58,17 @@ def test_plain_sigmoid_row_stays_at_chance(runs, data, quoted):
         for n in FIXES
     ],
 )
-def test_fix_raises_the_init_gradient_ratio_10x_and_reaches_90_percent(name, runs, data, quoted):
+def test_fix_raises_the_init_gradient_ratio_10x_and_reaches_90_percent(
+    name, runs, data, fresh_network, quoted
+):
     """Workshop: "Every fix works; the plain sigmoid net does not": batch norm 100.0%, ReLU 93.0%,
     Xavier init 100.0%, residual 93.0%, each with a layer-1 gradient at least 10x closer to
     the output's than the plain net's 3.32e-04."""
-    ratio, run = row(name, runs, data)
+    ratio, run = row(name, runs, data, fresh_network)
     quoted.lines(
         fill.variant_row(name, ratio, run.history.final_acc),
         holds={
-            "init gradient ratio": above(10 * plain_ratio(data)),
+            "init gradient ratio": above(10 * plain_ratio(data, fresh_network)),
             "final test accuracy": at_least(90),
         },
     )
@@ -74,16 +76,18 @@ def test_fix_raises_the_init_gradient_ratio_10x_and_reaches_90_percent(name, run
 
 @pytest.mark.runs("layer norm")
 @pytest.mark.log_lines("S8 layer norm")
-def test_layer_norm_raises_the_init_gradient_ratio_8x_over_the_plain_net(runs, data, quoted):
+def test_layer_norm_raises_the_init_gradient_ratio_8x_over_the_plain_net(
+    runs, data, fresh_network, quoted
+):
     """Workshop: "layer norm 2.76e-03 100.0%" as published. Only the gradient half holds as a
     fact: at init its layer-1 gradient ratio is 2.76e-03 against the plain net's 3.32e-04. Its
     final accuracy is luck of the draw (51.5% here, 100.0% published): the claim declares the
     workshop's bar, at least 90%, as one that holds only sometimes, and the next claim states
     how often."""
-    ratio, run = row("layer norm", runs, data)
+    ratio, run = row("layer norm", runs, data, fresh_network)
     quoted.lines(
         fill.variant_row("layer norm", ratio, run.history.final_acc),
-        holds={"init gradient ratio": above(5 * plain_ratio(data))},
+        holds={"init gradient ratio": above(5 * plain_ratio(data, fresh_network))},
         sometimes={"final test accuracy": at_least(90)},
     )
 
@@ -109,15 +113,21 @@ def test_relu_and_slope_figure_is_drawn(figure, quoted):
     quoted.lines(fill.plot_saved("relu_and_deriv.png"))
 
 
+@pytest.mark.evidence
 @pytest.mark.runs("layer norm")
-def test_layer_norm_ends_at_90_percent_or_more_in_only_3_of_8_sampler_seeds(runs, fragility_table):
-    """Workshop: "layer norm ... 100.0%" is luck of the draw: over minibatch-sampler seeds 0-7
-    the same net ends at 90% or more in only 3 of 8. Evidence: the sweep's table
-    (snapshots/evidence/fragility.md, `pytest sweep/`), whose seed-0 value must be the one
-    this run computed."""
+def test_layer_norm_reaches_90_percent_only_about_half_the_time(runs, fragility_table):
+    """Workshop: "layer norm ... 100.0%" is luck of the draw. Over the sweep's 33 minibatch
+    orders the same net ends at 90% or more in 16, and over 33 sets of starting weights in
+    19: neither a fix that works nor one that never does. Asserted as it holds: on both
+    axes the 95% interval of the rate lies inside 0.1 to 0.9. Evidence: the sweep's table
+    (snapshots/evidence/fragility.md, `python -m bnvg.sweep`), whose seed-0 value must be the
+    one this run computed."""
     evidence = fragility_table.reading(LAYER_NORM_ACCURACY)
-    assert evidence is not None, "the sweep's table has no layer norm row: run `pytest sweep/`"
-    here = runs.get("layer norm").history.final_acc * 100
-    assert evidence.reference.value == here
+    assert evidence is not None, "the sweep's table has no layer norm row: python -m bnvg.sweep"
+    assert evidence.reference.value == runs.get("layer norm").history.final_acc * 100
     assert evidence.unstable
-    assert evidence.holds_in("seeds") == (3, 8)
+    for axis in ("sampler", "init"):
+        counts = evidence.holds_in(axis)
+        assert counts is not None and counts[1] >= 8, f"too few {axis} seeds swept: {counts}"
+        low, high = Rate(*counts).interval
+        assert low > 0.1 and high < 0.9, f"{axis}: at least 90% in {Rate(*counts)}"

@@ -58,14 +58,15 @@ def test_a_reading_that_moved_on_a_platform_is_fragile_with_a_band():
 
 def test_layer_norm_is_unstable_and_says_how_often_its_bar_holds():
     seeds = {
-        f"seed-{k}": readings(v)
+        f"sampler-seed-{k}": readings(v)
         for k, v in enumerate([100.0, 92.5, 48.5, 51.5, 48.5, 48.5, 96.5], 1)
     }
     published = {"S8 layer norm, final test accuracy": Reading("S8 layer norm", ACC, 100.0)}
     t = from_document(document(readings(51.5, sometimes=True), seeds=seeds, published=published))
     e = t.readings["S8 layer norm, final test accuracy"]
     assert e.status == "unstable" and e.sometimes
-    assert e.holds_in("seeds") == (3, 8)
+    assert e.holds_in("seeds") == e.holds_in("sampler") == (3, 8)
+    assert e.holds_in("init") == (0, 1)  # the reference alone
     assert (
         e.what_holds() == "at least 90 in 3 of 8 minibatch orders; at least 90 in 1 of 2 platforms"
     )
@@ -88,7 +89,8 @@ def test_the_document_round_trips_through_json_and_a_damaged_one_is_named(tmp_pa
     assert load(path).readings["S8 layer norm, final test accuracy"].status == "fragile"
     path.write_text("{not json")
     with pytest.raises(
-        ValueError, match=r"fragility.json is damaged .*rebuild it with the sweep: pytest sweep/"
+        ValueError,
+        match=r"fragility.json is damaged .*rebuild it with the sweep: python -m bnvg.sweep",
     ):
         load(path)
     assert load(tmp_path / "nowhere.json") is EMPTY

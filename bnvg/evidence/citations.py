@@ -169,7 +169,7 @@ def _evidence_says(evidence: ReadingEvidence | None, quoted: str) -> bool:
     if evidence is None or evidence.bound is None or not evidence.unstable:
         return False
     numbers = [evidence.bound.threshold]
-    for group in ("seeds", "platforms"):
+    for group in ("sampler", "init", "seeds", "platforms"):
         counts = evidence.holds_in(group)
         if counts:
             numbers += list(counts)

@@ -95,11 +95,17 @@ class ReadingEvidence:
         return self.band[0] <= float(value) <= self.band[1]
 
     def holds_in(self, group: str) -> tuple[int, int] | None:
-        """(k, n): how many of the `group` ("seeds" or "platforms") variants, the reference
-        included, satisfy the claim's bound; None without a bound."""
+        """(k, n): how many of the `group` variants, the reference included, satisfy the
+        claim's bound; None without a bound. `group`: "platforms", "seeds" (both axes),
+        "sampler" or "init" (one axis)."""
         if self.bound is None:
             return None
-        seen = [self.reference, *(self.seeds if group == "seeds" else self.platforms).values()]
+        if group == "platforms":
+            others = list(self.platforms.values())
+        else:
+            prefix = "" if group == "seeds" else f"{group}-"
+            others = [s for name, s in self.seeds.items() if name.startswith(prefix)]
+        seen = [self.reference, *others]
         return sum(self.bound.holds(s.value) for s in seen), len(seen)
 
     def over_seeds(self) -> tuple[float, float, float] | None:
@@ -125,7 +131,8 @@ class ReadingEvidence:
         if self.bound is None:
             return ""
         said = []
-        for group, what in (("seeds", "minibatch orders"), ("platforms", "platforms")):
+        groups = (("sampler", "minibatch orders"), ("init", "starting weights"))
+        for group, what in (*groups, ("platforms", "platforms")):
             counts = self.holds_in(group)
             if counts and counts[1] > 1:
                 said.append(f"{self.bound} in {counts[0]} of {counts[1]} {what}")
@@ -198,7 +205,7 @@ def load(path: Path) -> Fragility:
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(
             f"{path} is damaged ({type(error).__name__}: {error}); restore it from git or "
-            "rebuild it with the sweep: pytest sweep/"
+            "rebuild it with the sweep: python -m bnvg.sweep"
         ) from None
 
 

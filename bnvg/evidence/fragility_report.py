@@ -2,7 +2,7 @@
 
 Section by section, one row per reading: its value here, whether it travels, the values seen
 on the other platforms, its band, its spread over minibatch orders, and how often its claim's
-bound holds there. Written from the same document as fragility.json, by `pytest sweep/`.
+bound holds there. Written from the same document as fragility.json, by `python -m bnvg.sweep`.
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ def _holds(e: ReadingEvidence) -> str:
 def render(fragility: Fragility, sections: Mapping[int, str]) -> str:
     """`sections` maps the log line of each section heading to its text, to group the rows."""
     variants = fragility.variants
-    platforms = [v for v in variants if not v.startswith("seed-")]
-    seeds = [v for v in variants if v.startswith("seed-")]
+    seeds = [v for v in variants if "-seed-" in v]
+    platforms = [v for v in variants if v not in seeds]
     counts = {
         status: sum(1 for e in fragility.readings.values() if e.status == status)
         for status in ("robust", "fragile", "unstable")
@@ -75,13 +75,15 @@ def render(fragility: Fragility, sections: Mapping[int, str]) -> str:
     out = [
         "# Which numbers of the log travel, and which are luck",
         "",
-        "Written by the sweep (`pytest sweep/`, see the README) from the claims run under",
-        f"{len(platforms)} platforms and {len(seeds)} other minibatch orders. Reference: "
-        f"`{fragility.reference}`.",
+        "Written by the sweep (`python -m bnvg.sweep`, see the README) from the claims run under",
+        f"{len(platforms)} other platforms and {len(seeds)} other seeds (minibatch orders "
+        f"and starting weights). Reference: `{fragility.reference}`.",
         "",
         "Platforms: " + "; ".join(f"`{v}` = {variants[v]}" for v in platforms) + ".",
         "",
-        "Minibatch orders: " + ", ".join(f"`{v}`" for v in seeds) + " (the reference is seed 0).",
+        f"Seeds: {sum('sampler' in v for v in seeds)} minibatch orders (`sampler-seed-k`) and "
+        f"{sum('init' in v for v in seeds)} sets of starting weights (`init-seed-k`); the "
+        "reference is seed 0 of both.",
         "",
         f"{len(fragility.readings)} readings: "
         + ", ".join(f"{n} {status}" for status, n in counts.items())

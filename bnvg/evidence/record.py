@@ -30,6 +30,7 @@ class ClaimResult:
     lines: tuple[str, ...] = ()  # the log lines it owns
     readings: tuple[str, ...] = ()  # the names of the readings it quoted
     drift: tuple[str, ...] = ()
+    sentence: str = ""  # what the claim verifies: its docstring's first paragraph
 
 
 @dataclass(frozen=True)
@@ -103,10 +104,15 @@ def _result_json(c: ClaimResult) -> dict[str, Any]:
         "lines": list(c.lines),
         "readings": list(c.readings),
         "drift": list(c.drift),
+        "sentence": c.sentence,
     }
 
 
 def _result(data: Mapping[str, Any]) -> ClaimResult:
     return ClaimResult(
-        data["outcome"], tuple(data["lines"]), tuple(data["readings"]), tuple(data["drift"])
+        data["outcome"],
+        tuple(data["lines"]),
+        tuple(data["readings"]),
+        tuple(data["drift"]),
+        data.get("sentence", ""),
     )

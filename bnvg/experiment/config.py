@@ -54,6 +54,9 @@ class Workshop:
     # The minibatch order alone, for sweeps that ask which results are luck of the draw;
     # None: the workshop's seed, as in the script.
     sampler_seed: int | None = None
+    # The starting weights alone, likewise (every variant still starts from the same weights
+    # within one init seed, so plain and batch norm stay comparable); None: the workshop's.
+    init_seed: int | None = None
 
     def __post_init__(self) -> None:
         _require_at_least("depth", self.depth, 1)
@@ -79,6 +82,14 @@ class Workshop:
     @property
     def minibatch_seed(self) -> int:
         return self.seed if self.sampler_seed is None else self.sampler_seed
+
+    @property
+    def weight_seed(self) -> int:
+        return self.seed if self.init_seed is None else self.init_seed
+
+    def with_seeds(self, sampler: int | None = None, init: int | None = None) -> Workshop:
+        """This recipe with another minibatch order and/or other starting weights."""
+        return dataclasses.replace(self, sampler_seed=sampler, init_seed=init)
 
     @property
     def n_test(self) -> int:

@@ -124,7 +124,7 @@ def build_network(spec: NetSpec = PLAIN, workshop: Workshop = WORKSHOP) -> TinyN
     stream, as the workshop does.
     """
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(workshop.seed)
+        torch.manual_seed(workshop.weight_seed)
         net = TinyNet(spec)
         if spec.init == "xavier":
             for lin in [*net.hidden, net.out]:

@@ -337,6 +337,14 @@ def fixed_lines(workshop: Workshop = WORKSHOP) -> dict[int, LogLine]:
     }
 
 
+def section_headings(workshop: Workshop = WORKSHOP) -> dict[int, str]:
+    """The text of every section heading ("[S6] training runs (...)"), by line number."""
+    fixed = fixed_lines(workshop)
+    return {
+        n: fixed[n].text for n, line in enumerate(layout(workshop), 1) if line.heading == "section"
+    }
+
+
 def context_of(number: int, workshop: Workshop = WORKSHOP) -> tuple[int, ...]:
     """The heading lines that line `number` is read under: the document's header, its
     section's heading and, within the section, its block's heading."""

@@ -19,7 +19,7 @@ from bnvg.evidence.fragility import Fragility
 from bnvg.evidence.fragility import load as load_fragility
 from bnvg.experiment.platform import describe
 from bnvg.files import relative
-from bnvg.log.layout import layout, line_number
+from bnvg.log.layout import line_number, section_headings
 from bnvg.log.published import PublishedLogError, read_published
 from bnvg.log.readings import Reading
 from bnvg.plugin.options import Settings
@@ -33,14 +33,9 @@ _SECTION = re.compile(r"test_(s\d+)_")
 HEADER = "[S0] the log's header"
 
 
-@cache
 def _sections() -> list[tuple[int, str]]:
     """(line number, text) of every section heading of the log."""
-    return [
-        (n, line.fill().text if line.key else line.template.render({}, {}))
-        for n, line in enumerate(layout(), start=1)
-        if line.heading == "section"
-    ]
+    return sorted(section_headings().items())
 
 
 def _section_of(nodeid: str, claim: ClaimOutcome) -> str:
@@ -94,7 +89,9 @@ def render(
     fragility = load_fragility(settings.places.fragility_json)
     published = _published(settings.places.published_log)
     counts = {s: sum(1 for c in claims.values() if c.status == s) for s in STATUSES}
-    seeds = sum(1 for v in fragility.variants if v.startswith("seed-")) + 1
+    seeds = [v for v in fragility.variants if "-seed-" in v]
+    orders, weights = (sum(f"{axis}-seed-" in v for v in seeds) + 1 for axis in ("sampler", "init"))
+    platforms = len(fragility.variants) - len(seeds) + 1  # the reference is one too
     out = [
         "# Claims report",
         "",
@@ -107,15 +104,15 @@ def render(
             if log
             else "not written"
         ),
-        f"- the sweep's table: {len(fragility.readings)} readings over "
-        f"{len(fragility.variants) - seeds + 1} platforms and {seeds} minibatch orders "
+        f"- the sweep's table: {len(fragility.readings)} readings over {platforms} platforms, "
+        f"{orders} minibatch orders and {weights} sets of starting weights "
         f"(`{relative(settings.places.fragility_md, root)}`)"
         if fragility.readings
-        else "- the sweep's table: none yet (`pytest sweep/`)",
+        else "- the sweep's table: none yet (`python -m bnvg.sweep`)",
         "",
         "Each reading: its value here, in the snapshot and in the published log; whether it "
         "travels between platforms (robust, fragile, or unstable: luck of the draw); and how "
-        "often its claim's bound holds over the minibatch orders the sweep ran.",
+        "often its claim's bound holds over the seeds the sweep ran.",
     ]
     by_section: dict[str, list[str]] = {}
     for nodeid in sorted(claims, key=lambda n: (_position(claims[n]), n)):

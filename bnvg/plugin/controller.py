@@ -160,6 +160,7 @@ class Controller:
             options={
                 "torch threads": s.torch_threads,
                 "sampler seed": s.sampler_seed,
+                "init seed": s.init_seed,
                 "update": s.update,
                 "strict": s.strict,
             },
@@ -219,7 +220,9 @@ class Controller:
 
 
 def _result(claim: ClaimOutcome) -> ClaimResult:
-    return ClaimResult(claim.outcome, claim.owns, tuple(claim.readings), tuple(claim.drift))
+    return ClaimResult(
+        claim.outcome, claim.owns, tuple(claim.readings), tuple(claim.drift), claim.sentence
+    )
 
 
 def _load_environment(s: Settings) -> dict[str, str]:

@@ -9,6 +9,7 @@ torch there would only delay starting the workers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest
@@ -22,21 +23,21 @@ if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
 
     from bnvg.evidence.fragility import Fragility
-    from bnvg.experiment.config import Workshop
+    from bnvg.experiment.config import NetSpec, Workshop
     from bnvg.experiment.data import TwoMoons
     from bnvg.experiment.measure import AtInit
+    from bnvg.experiment.model import TinyNet
     from bnvg.log.layout import LogLine
 
 
 @pytest.fixture(scope="session")
 def workshop(pytestconfig: pytest.Config) -> Workshop:
-    """The workshop's recipe; --sampler-seed K (for the sweep) changes the minibatch order."""
-    import dataclasses
-
+    """The workshop's recipe; --sampler-seed K and --init-seed K (for the sweep) change the
+    minibatch order and the starting weights."""
     from bnvg.experiment.config import WORKSHOP
 
-    seed = settings(pytestconfig).sampler_seed
-    return WORKSHOP if seed is None else dataclasses.replace(WORKSHOP, sampler_seed=seed)
+    s = settings(pytestconfig)
+    return WORKSHOP.with_seeds(s.sampler_seed, s.init_seed)
 
 
 @pytest.fixture(scope="session")
@@ -53,15 +54,27 @@ def data(workshop: Workshop) -> TwoMoons:
 
 
 @pytest.fixture(scope="session")
-def at_init(data: TwoMoons) -> dict[str, AtInit]:
+def fresh_network(workshop: Workshop) -> Callable[..., TinyNet]:
+    """Builds a freshly initialised network of a `NetSpec` from this session's starting
+    weights (the workshop's, or --init-seed's): `fresh_network(NetSpec(norm="batch"))`."""
+    from bnvg.experiment.config import PLAIN
+    from bnvg.experiment.model import build_network
+
+    def build(spec: NetSpec = PLAIN) -> TinyNet:
+        return build_network(spec, workshop)
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def at_init(data: TwoMoons, fresh_network: Callable[..., TinyNet]) -> dict[str, AtInit]:
     """The S4 measurements of a fresh plain net and a fresh batch-norm net."""
     from bnvg.experiment.config import NetSpec
     from bnvg.experiment.measure import measure_at_init
-    from bnvg.experiment.model import build_network
 
     nets = {"plain": NetSpec(), "batch": NetSpec(norm="batch")}
     return {
-        name: measure_at_init(build_network(spec), data.X_train, data.y_train)
+        name: measure_at_init(fresh_network(spec), data.X_train, data.y_train)
         for name, spec in nets.items()
     }
 

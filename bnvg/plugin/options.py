@@ -32,6 +32,7 @@ class Settings:
     recompute: bool  # --recompute or --strict-numbers: train every run again
     torch_threads: int
     sampler_seed: int | None
+    init_seed: int | None
     workshop_text: Path | None  # --workshop DIR: the Markdown whose citations are checked
     claims_report: Path | None
     record: Path | None
@@ -133,6 +134,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="K",
         help="seed of the minibatch sampler alone (default: the workshop's seed; for the sweep)",
     )
+    group.addoption(
+        "--init-seed",
+        dest="bnvg_init_seed",
+        type=int,
+        default=None,
+        metavar="K",
+        help="seed of the starting weights alone (default: the workshop's seed; for the sweep)",
+    )
 
 
 def _path(option: str | None) -> Path | None:
@@ -178,6 +187,7 @@ def pytest_configure(config: pytest.Config) -> None:
         ),
         torch_threads=threads,
         sampler_seed=config.getoption("bnvg_sampler_seed"),
+        init_seed=config.getoption("bnvg_init_seed"),
         workshop_text=workshop,
         claims_report=_path(config.getoption("bnvg_claims_report")),
         record=_path(config.getoption("bnvg_record")),

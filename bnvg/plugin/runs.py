@@ -17,7 +17,6 @@ every run again; `-p no:cacheprovider` and `--cache-clear` do what pytest users 
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -44,6 +43,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "runs(*names): the trained networks this claim reads (see bnvg.experiment.runs.RUNS)",
     )
+    config.addinivalue_line(
+        "markers",
+        "evidence: the claim reads the sweep's own tables, so the sweep does not judge it per seed",
+    )
     config.stash[RUN_EVENTS] = []
 
 
@@ -62,8 +65,9 @@ def all_runs_stored(config: pytest.Config) -> bool:
     # Where pytest's Cache.mkdir(CACHE_FOLDER) puts it; pytest_xdist_auto_num_workers runs
     # before the cache plugin is configured.
     folder = config.rootpath / config.getini("cache_dir") / "d" / CACHE_FOLDER
-    seed = config.getoption("bnvg_sampler_seed")
-    workshop = WORKSHOP if seed is None else dataclasses.replace(WORKSHOP, sampler_seed=seed)
+    workshop = WORKSHOP.with_seeds(
+        config.getoption("bnvg_sampler_seed"), config.getoption("bnvg_init_seed")
+    )
     where = {
         **platform_without_torch(config.getoption("bnvg_torch_threads")),
         "torch": metadata.version("torch"),

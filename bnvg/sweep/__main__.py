@@ -1,0 +1,135 @@
+"""The sweep: every claim under other arithmetic and other seeds, on a Dask cluster.
+
+    python -m bnvg.sweep                         # an embedded local cluster, one worker per core
+    python -m bnvg.sweep --scheduler tcp://host:8786   # a cluster already running
+
+By default it runs the workshop on every platform the cluster has, every CPU capability the
+best of them can emulate (with one and two threads), and 32 minibatch orders and 32 sets of
+starting weights: about 70 claims sessions, each a job whose result is a fragment under
+snapshots/evidence/fragments/. Fragments already there are not computed again, so a killed
+sweep resumes where it stopped. When every fragment is there it merges them, with the
+published log, into snapshots/evidence/{fragility,robustness}.{json,md} and the README's
+findings, and says which claims changed verdict since the committed tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def main(argv: list[str] | None = None) -> int:
+    from bnvg.sweep.variants import SEEDS
+
+    parser = argparse.ArgumentParser(
+        prog="python -m bnvg.sweep", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="submit to this Dask scheduler (default: start a local cluster)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="workers of the local cluster, one thread each (default: one per core)",
+    )
+    parser.add_argument("--seeds", type=int, default=SEEDS, help="seeds per axis (default 32)")
+    parser.add_argument(
+        "--no-kernels",
+        action="store_true",
+        help="leave out the emulated CPU capabilities and thread counts",
+    )
+    parser.add_argument(
+        "--select",
+        metavar="EXPR",
+        help="only the claims matching this -k expression (a quick look; the tables then "
+        "cover only those claims)",
+    )
+    parser.add_argument(
+        "--project",
+        type=Path,
+        default=ROOT,
+        help="the project whose claims run and whose evidence folder receives the fragments "
+        "and tables (default: this checkout)",
+    )
+    parser.add_argument(
+        "--merge-only",
+        action="store_true",
+        help="compute nothing: merge the fragments already there into the tables",
+    )
+    args = parser.parse_args(argv)
+    if args.seeds < 0 or args.workers < 1:
+        parser.error("--seeds must be at least 0 and --workers at least 1")
+    if not (args.project / "claims").is_dir():
+        parser.error(f"{args.project} has no claims/ folder: give the project with --project")
+    return sweep(args)
+
+
+def sweep(args: argparse.Namespace) -> int:
+    from distributed import Client, LocalCluster
+
+    from bnvg.evidence import robustness
+    from bnvg.places import Places
+    from bnvg.sweep import cluster, merge
+    from bnvg.sweep.fragments import FragmentStore
+    from bnvg.sweep.job import pack
+
+    places = Places(args.project.resolve())
+    store = FragmentStore(places.fragments)
+    if not args.merge_only:
+        if args.scheduler:
+            client = Client(args.scheduler)
+            cache_dir = None  # the workers' machines keep their own caches
+        else:
+            local = LocalCluster(
+                n_workers=args.workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
+            client = Client(local)
+            cache_dir = str(places.root / ".pytest_cache")  # resumes reuse trained runs
+        with client:
+            jobs, total = cluster.plan(client, store, args.seeds, kernels=not args.no_kernels)
+            project = pack(places.root)
+            failed = cluster.run(client, jobs, total, project, store, args.select, cache_dir)
+        if failed:
+            print(f"{len(failed)} jobs failed ({', '.join(failed)}); the tables were not written")
+            return 1
+    before = _load(places.robustness_json)
+    merged = merge.merge_folder(places)
+    merge.write(merged, places)
+    wrote = [places.fragility_json, places.robustness_json]
+    print(
+        "wrote "
+        + " and ".join(str(p.relative_to(places.root)) for p in wrote)
+        + ", their .md, and the README's findings"
+    )
+    changes = robustness.changed(before, merged.robustness) if before else []
+    print(
+        "claims whose verdict over seeds changed since the committed table:"
+        + ("" if changes else " none")
+    )
+    for line in changes:
+        print(f"  {line}")
+    return 0
+
+
+def _load(path: Path) -> dict:  # type: ignore[type-arg]
+    try:
+        return dict(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""One job of the sweep: a variant's whole claims session, run where a Dask worker runs it.
+
+The job receives the project (its claims, snapshots and configuration, packed once by the
+client and shared with every worker), unpacks it in a scratch folder, runs `pytest claims/`
+there under the variant with `--snapshot-update` (so a number that moved is recorded, not a
+failure: only the claims' own assertions decide their outcome), and returns the fragment
+built from the session's record. It runs on whichever machine the worker is on, so a worker
+elsewhere contributes its own platform.
+
+The bnvg installed beside the worker does the computing: a worker on another machine needs
+the project installed as the README says.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bnvg.runner import PROJECT_FILES, run_claims
+from bnvg.sweep.fragments import from_record
+from bnvg.sweep.variants import Variant
+
+# Claims that read the sweep's own tables (marked `evidence`) are no claims about a seed.
+NOT_EVIDENCE = "not evidence"
+
+
+def pack(root: Path) -> bytes:
+    """The project's claims, snapshots and configuration as a tar.gz, without the sweep's
+    fragments (evidence for the merge, not for the claims) and caches."""
+
+    def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        parts = Path(info.name).parts
+        if "__pycache__" in parts or "fragments" in parts:
+            return None
+        return info
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name in PROJECT_FILES:
+            tar.add(root / name, arcname=name, filter=keep)
+    return buffer.getvalue()
+
+
+def run_variant(
+    variant: Variant, project: bytes, select: str | None = None, cache_dir: str | None = None
+) -> dict[str, Any]:
+    """Run the claims under `variant` and return its fragment, as JSON-able data."""
+    with tempfile.TemporaryDirectory(prefix="bnvg-sweep-") as scratch:
+        root = Path(scratch) / "project"
+        with tarfile.open(fileobj=io.BytesIO(project), mode="r:gz") as tar:
+            tar.extractall(root, filter="data")
+        args = ["-n", "0", "-q", "--snapshot-update", *variant.args()]
+        args += ["-m", NOT_EVIDENCE, *(["-k", select] if select else [])]
+        # Two variants may share a core: threads that spin while they wait would starve each
+        # other. Waiting passively changes when a thread runs, never what it computes.
+        env = {"OMP_WAIT_POLICY": "PASSIVE", **variant.env()}
+        run = run_claims(
+            args,
+            cwd=root,
+            outputs=Path(scratch) / "out",
+            env=env,
+            cache_dir=Path(cache_dir) if cache_dir else None,
+        )
+        if not run.record_path.exists() or run.returncode not in (0, 1):
+            raise RuntimeError(f"the claims under {variant.name} did not finish:\n{run.tail()}")
+        return from_record(variant, run.record).to_json()

@@ -1,0 +1,229 @@
+"""The sweep on real Dask clusters: fragments, resuming, determinism, other platforms.
+
+Each test sweeps a scratch copy of the project over a few claims (`--select`), so a job takes
+seconds; the machinery is the one the full sweep runs.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bnvg.runner import environment, scratch_copy
+from bnvg.sweep.fragments import Fragment, FragmentStore
+
+ROOT = Path(__file__).resolve().parent.parent
+QUICK = ["--no-kernels", "--select", "s1_"]  # the S1 claims: no training
+
+
+def project(folder):
+    """A scratch project with no sweep evidence yet (but the published log), and a README
+    for its findings."""
+    scratch_copy(ROOT, folder)
+    shutil.copy(ROOT / "README.md", folder / "README.md")
+    evidence = folder / "snapshots" / "evidence"
+    shutil.rmtree(evidence / "fragments", ignore_errors=True)
+    for name in ("fragility.json", "fragility.md", "robustness.json", "robustness.md"):
+        (evidence / name).unlink(missing_ok=True)
+    return folder
+
+
+def sweep(folder, *args, env=None, check=True):
+    done = subprocess.run(
+        [sys.executable, "-m", "bnvg.sweep", "--project", str(folder), *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=environment(env),
+    )
+    if check:
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
+
+
+def evidence_bytes(folder):
+    evidence = folder / "snapshots" / "evidence"
+    return {
+        str(p.relative_to(evidence)): p.read_bytes()
+        for p in sorted(evidence.rglob("*"))
+        if p.is_file() and p.name != "published.log"
+    }
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    folder = project(tmp_path_factory.mktemp("swept"))
+    said = sweep(folder, "--seeds", "2", "--workers", "2", *QUICK)
+    return folder, said
+
+
+def test_a_sweep_says_its_progress_and_writes_a_fragment_per_job_and_the_tables(swept):
+    folder, said = swept
+    assert "5 of 5 jobs to run, on 2 workers" in said
+    assert "[5/5] " in said and "done in " in said
+    assert "left" in said  # an estimate of the time left, while jobs remain
+    fragments = sorted(p.name for p in (folder / "snapshots/evidence/fragments").rglob("*.json.gz"))
+    assert fragments == sorted(
+        f"{v}.json.gz"
+        for v in ["workshop", "sampler-seed-1", "sampler-seed-2", "init-seed-1", "init-seed-2"]
+    )
+    table = json.loads((folder / "snapshots/evidence/robustness.json").read_text())
+    assert {a: len(v) for a, v in table["axes"].items()} == {"sampler": 3, "init": 3}
+    readme = (folder / "README.md").read_text()
+    assert "claims hold in every run" in readme
+
+
+def test_another_number_of_workers_writes_the_same_bytes(swept, tmp_path):
+    folder, _ = swept
+    again = project(tmp_path / "again")
+    sweep(again, "--seeds", "2", "--workers", "1", *QUICK)
+    assert evidence_bytes(again) == evidence_bytes(folder)
+
+
+def test_a_second_sweep_computes_nothing_and_writes_the_same_bytes(swept):
+    folder, _ = swept
+    before = evidence_bytes(folder)
+    said = sweep(folder, "--seeds", "2", *QUICK)
+    assert "all 5 fragments of the sweep are there: nothing to compute" in said
+    assert evidence_bytes(folder) == before
+
+
+def test_a_killed_sweep_resumes_computing_only_the_missing_fragments(swept, tmp_path):
+    folder, _ = swept
+    resumed = project(tmp_path / "resumed")
+    fragments = resumed / "snapshots/evidence/fragments"
+    started = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bnvg.sweep",
+            "--project",
+            str(resumed),
+            "--seeds",
+            "2",
+            "--workers",
+            "1",
+            *QUICK,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=environment(),
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 300
+    while len(list(fragments.rglob("*.json.gz"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(started.pid, signal.SIGKILL)  # the sweep, its cluster and its jobs
+    started.wait()
+    kept = len(list(fragments.rglob("*.json.gz")))
+    assert 2 <= kept < 5
+    said = sweep(resumed, "--seeds", "2", "--workers", "1", *QUICK)
+    assert f"{5 - kept} of 5 jobs to run ({kept} fragments already there)" in said
+    assert evidence_bytes(resumed) == evidence_bytes(folder)
+
+
+def test_fragments_are_the_same_bytes_whenever_encoded_and_a_damaged_one_is_named(swept, tmp_path):
+    folder, _ = swept
+    store = FragmentStore(folder / "snapshots/evidence/fragments")
+    [path] = list(store.folder.glob("*/workshop.json.gz"))
+    fragment = store.read(path)
+    assert fragment.encode() == path.read_bytes()
+    assert Fragment.from_json(fragment.to_json()) == fragment
+    damaged = tmp_path / "x" / "workshop.json.gz"
+    damaged.parent.mkdir()
+    damaged.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(ValueError, match=r"the fragment .*workshop.json.gz is damaged"):
+        FragmentStore(tmp_path).read(damaged)
+
+
+def test_a_capped_platform_keeps_every_fragment_of_the_higher_capability(swept, tmp_path):
+    folder, _ = swept
+    capped = project(tmp_path / "capped")
+    shutil.copytree(
+        folder / "snapshots/evidence/fragments", capped / "snapshots/evidence/fragments"
+    )
+    best = {p.name for p in (capped / "snapshots/evidence/fragments").iterdir()}
+    sweep(capped, "--seeds", "2", "--workers", "2", *QUICK, env={"ATEN_CPU_CAPABILITY": "default"})
+    now = {p.name for p in (capped / "snapshots/evidence/fragments").iterdir()}
+    assert best < now  # the scalar platform is added; the best one is still there
+    platforms = json.loads((capped / "snapshots/evidence/fragility.json").read_text())["variants"]
+    assert any("-default-1t/workshop" in name for name in platforms)
+    assert (
+        capped / "snapshots/evidence/fragments" / next(iter(best)) / "workshop.json.gz"
+    ).exists()
+
+
+@pytest.fixture
+def loopback_cluster(tmp_path):
+    """A Dask scheduler and two workers on loopback, one of them on scalar CPU kernels."""
+    dask = Path(sys.executable).parent / "dask"
+    file = tmp_path / "scheduler.json"
+    common = ["--no-dashboard"]
+    procs = [
+        subprocess.Popen(
+            [
+                str(dask),
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--scheduler-file",
+                str(file),
+                *common,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=environment(),
+        )
+    ]
+    deadline = time.monotonic() + 60
+    while not file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for name, extra in (("native", {}), ("scalar", {"ATEN_CPU_CAPABILITY": "default"})):
+        procs.append(
+            subprocess.Popen(
+                [
+                    str(dask),
+                    "worker",
+                    "--scheduler-file",
+                    str(file),
+                    "--nthreads",
+                    "1",
+                    "--name",
+                    name,
+                    *common,
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=environment(extra),
+            )
+        )
+    from distributed import Client
+
+    with Client(scheduler_file=str(file)) as client:
+        client.wait_for_workers(2, timeout=120)
+    yield json.loads(file.read_text())["address"]
+    for proc in reversed(procs):
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_a_sweep_on_a_loopback_cluster_counts_each_workers_platform(loopback_cluster, tmp_path):
+    folder = project(tmp_path / "cluster")
+    said = sweep(folder, "--scheduler", loopback_cluster, "--seeds", "1", *QUICK)
+    assert "4 of 4 jobs to run, on 2 workers" in said  # the workshop on each platform, 2 seeds
+    platforms = {p.name for p in (folder / "snapshots/evidence/fragments").iterdir()}
+    assert len(platforms) == 2 and any("-default-1t" in p for p in platforms)
+    table = json.loads((folder / "snapshots/evidence/fragility.json").read_text())
+    assert any("-default-1t/workshop" in v for v in table["variants"]) or table[
+        "reference"
+    ].endswith("/workshop")
+    report = (folder / "snapshots/evidence/fragility.md").read_text()
+    assert all(p in report for p in platforms)
