@@ -227,3 +227,13 @@ def test_a_sweep_on_a_loopback_cluster_counts_each_workers_platform(loopback_clu
     ].endswith("/workshop")
     report = (folder / "snapshots/evidence/fragility.md").read_text()
     assert all(p in report for p in platforms)
+
+
+@pytest.mark.parametrize("hash_seed", ["1", "2"])
+def test_the_committed_tables_are_the_merge_of_the_committed_fragments(tmp_path, hash_seed):
+    """Whatever Python's string hashing (so whatever order sets iterate in)."""
+    copy = scratch_copy(ROOT, tmp_path / "copy")
+    shutil.copy(ROOT / "README.md", copy / "README.md")
+    sweep(copy, "--merge-only", env={"PYTHONHASHSEED": hash_seed})
+    assert evidence_bytes(copy) == evidence_bytes(ROOT)
+    assert (copy / "README.md").read_bytes() == (ROOT / "README.md").read_bytes()

@@ -27,7 +27,8 @@ def _cell(text: str) -> str:
 
 def _seen(e: ReadingEvidence) -> str:
     printed = {s.printed for s in e.platforms.values()} | {e.reference.printed}
-    return ", ".join(sorted(printed, key=_as_number)) if e.moved_in_print else ""
+    # By value, then by text: -0.0000 and +0.0000 are equal numbers, and a set has no order.
+    return ", ".join(sorted(printed, key=lambda p: (_as_number(p), p))) if e.moved_in_print else ""
 
 
 def _as_number(printed: str) -> float:
