@@ -52,3 +52,37 @@ def pytester(pytester):
     if not (pytester.path / "pytest.ini").exists():
         pytester.makeini("[pytest]\n")
     return pytester
+
+
+class CommittedLog:
+    """captures/results.log as committed, and whether a log this environment wrote is it.
+
+    Where torch is the build that wrote the committed log, byte for byte. Under another build
+    of the same release (the CUDA wheel that pip takes on Python 3.12 and 3.13), every line
+    but the header's versions line, which names the torch that computed it."""
+
+    def __init__(self, path):
+        self.bytes = path.read_bytes()
+
+    def check(self, produced):
+        __tracebackhide__ = True
+        import torch
+
+        from bnvg.log.layout import line_number
+
+        if produced == self.bytes:
+            return
+        here, there = produced.decode().splitlines(), self.bytes.decode().splitlines()
+        versions = line_number("versions") - 1
+        assert not there[versions].startswith(f"torch {torch.__version__} |"), (
+            "the same torch wrote a different log"
+        )
+        assert here[versions].startswith(f"torch {torch.__version__} | ")
+        assert here[:versions] + here[versions + 1 :] == there[:versions] + there[versions + 1 :]
+
+
+@pytest.fixture(scope="session")
+def committed_log():
+    from pathlib import Path
+
+    return CommittedLog(Path(__file__).resolve().parent.parent / "captures" / "results.log")
