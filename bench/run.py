@@ -156,6 +156,7 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory() as tmp:
         cmds = commands(args.script, Path(tmp))
+        width = max(map(len, cmds))  # so the columns line up under the longest command
         results: dict[str, list[Timing]] = {name: [] for name in cmds}
         for round_no in range(args.rounds + 1):  # round 0 warms caches and is not counted
             for name, command in cmds.items():
@@ -164,16 +165,17 @@ def main() -> None:
                     results[name].append(t)
                 print(
                     f"  round {round_no}{' (warm-up)' if not round_no else ''}: "
-                    f"{name:<28} {t.wall:6.2f} s wall {t.cpu:6.2f} s cpu",
+                    f"{name:<{width}} {t.wall:6.2f} s wall {t.cpu:6.2f} s cpu",
                     flush=True,
                 )
 
     base = results["workshop script"]
-    print(f"\n{'command':<28} {'median wall s':>13} {'median cpu s':>12} {'wall / script':>14}")
+    columns = f"{'median wall s':>13} {'median cpu s':>12} {'wall / script':>14}"
+    print(f"\n{'command':<{width}} {columns}")
     for name, timings in results.items():
         ratios = [t.wall / b.wall for t, b in zip(timings, base, strict=True)]
         print(
-            f"{name:<28} {statistics.median(t.wall for t in timings):>13.2f} "
+            f"{name:<{width}} {statistics.median(t.wall for t in timings):>13.2f} "
             f"{statistics.median(t.cpu for t in timings):>12.2f} "
             f"{statistics.median(ratios):>13.3f}x"
         )
