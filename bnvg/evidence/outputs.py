@@ -20,22 +20,40 @@ from bnvg.places import Places
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
+def differing_lines(here: str, there: str) -> list[int]:
+    """The numbers (from 1) of the lines where two logs differ, a line only one has included."""
+    a, b = here.splitlines(), there.splitlines()
+    return [n for n in range(1, max(len(a), len(b)) + 1) if a[n - 1 : n] != b[n - 1 : n]]
+
+
+def differing_figures(diagrams: Path, committed: Places) -> list[str]:
+    """The committed figures that `diagrams` lacks or holds with other bytes."""
+    return [
+        p.name
+        for p in sorted(committed.diagrams.glob("*.png"))
+        if not (diagrams / p.name).is_file() or (diagrams / p.name).read_bytes() != p.read_bytes()
+    ]
+
+
+def _line(lines: list[str], number: int) -> str:
+    return repr(lines[number - 1]) if number <= len(lines) else "(no such line)"
+
+
 def compare(outputs: Path, committed: Places) -> list[str]:
     said: list[str] = []
     log, reference = outputs / "results.log", committed.results_log
     if log.read_bytes() == reference.read_bytes():
         said.append("results.log: byte-identical to the committed log")
     else:
-        here, there = log.read_text().splitlines(), reference.read_text().splitlines()
-        moved = [n for n, (a, b) in enumerate(zip(here, there, strict=False), 1) if a != b]
+        here, there = log.read_text(), reference.read_text()
+        moved = differing_lines(here, there)
         said.append(f"results.log: differs from the committed log on lines {moved}")
-        said += [f"  line {n}: committed {there[n - 1]!r}, here {here[n - 1]!r}" for n in moved]
-    pngs = sorted(committed.diagrams.glob("*.png"))
-    differ = [
-        p.name for p in pngs if (outputs / "diagrams" / p.name).read_bytes() != p.read_bytes()
-    ]
+        ours, theirs = here.splitlines(), there.splitlines()
+        said += [f"  line {n}: committed {_line(theirs, n)}, here {_line(ours, n)}" for n in moved]
+    total = len(list(committed.diagrams.glob("*.png")))
+    differ = differing_figures(outputs / "diagrams", committed)
     said.append(
-        f"figures: {len(pngs) - len(differ)} of {len(pngs)} byte-identical to the committed ones"
+        f"figures: {total - len(differ)} of {total} byte-identical to the committed ones"
         + (f"; differ: {', '.join(differ)}" if differ else "")
     )
     record_path = outputs / "record.json"
