@@ -115,16 +115,21 @@ def test_relu_and_slope_figure_is_drawn(figure, quoted):
 
 @pytest.mark.evidence
 @pytest.mark.runs("layer norm")
-def test_layer_norm_reaches_90_percent_only_about_half_the_time(runs, fragility_table):
+def test_layer_norm_reaches_90_percent_only_about_half_the_time(
+    runs, fragility_table, platform_standing
+):
     """Workshop: "layer norm ... 100.0%" is luck of the draw. Over the sweep's 33 minibatch
     orders the same net ends at 90% or more in 16, and over 33 sets of starting weights in
     19: neither a fix that works nor one that never does. Asserted as it holds: on both
     axes the 95% interval of the rate lies inside 0.1 to 0.9. Evidence: the sweep's table
-    (snapshots/evidence/fragility.md, `python -m bnvg.sweep`), whose seed-0 value must be the
-    one this run computed."""
+    (snapshots/evidence/fragility.md, `python -m bnvg.sweep`), whose seed-0 value on this
+    platform, where the sweep ran it, must be the one this run computed."""
     evidence = fragility_table.reading(LAYER_NORM_ACCURACY)
     assert evidence is not None, "the sweep's table has no layer norm row: python -m bnvg.sweep"
-    assert evidence.reference.value == runs.get("layer norm").history.final_acc * 100
+    here = runs.get("layer norm").history.final_acc * 100
+    seen = evidence.on_platform(platform_standing.platform)
+    if seen is not None:  # a platform new to the evidence has no entry to agree with
+        assert seen.value == here, f"the sweep saw {seen.printed} on this platform, here {here}"
     assert evidence.unstable
     for axis in ("sampler", "init"):
         counts = evidence.holds_in(axis)

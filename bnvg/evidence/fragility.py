@@ -1,24 +1,23 @@
-"""Which readings travel between machines, how far the others move, and which are luck.
+"""Which readings travel between platforms, and which sentences are luck of the draw.
 
-The sweep (`sweep/`) runs the claims under rounding variants of one machine (every torch CPU
-capability it supports, with one and two threads) and under other minibatch-sampler seeds,
-and records every reading of every variant. `build_document` merges those records, with the
-published log as one more platform, into this table, reading by reading:
+The sweep (`bnvg.sweep`) runs the claims on other platforms (the reference kernels with one
+setting varied, and each machine's own kernels) and under other minibatch-sampler and
+init seeds, and records every reading of every variant. `build_document` merges those
+records, with the published log as one more platform, into this table, reading by reading:
 
-- **robust**: printed the same on every platform. A change in print is a failure.
-- **fragile**: printed differently on some platform. It gets a *band*: the range its
-  full-precision value took over the platforms, widened by half its width on each side and
-  clipped to its kind's domain (no accuracy above 100%). Inside the band but printed
-  differently from the snapshot is *drift* (reported, not failed, unless --strict-numbers).
+- **robust**: printed the same on every platform. On a platform new to the evidence, a
+  robust reading that prints differently fails (`bnvg.evidence.verdicts`).
+- **fragile**: printed differently on some platform. On a new platform its moving is drift.
+  Its *band* (the range its value took over the platforms, widened by half its width on
+  each side and clipped to its kind's domain) is shown for people; no verdict reads it.
 - **unstable**: its claim's bound (say "final test accuracy at least 90") holds for some
   platforms or seeds and not for others. The log still prints it, but a fixed value of it is
-  luck of the draw: its claim states how often it holds, and a citation that quotes it as a
-  fixed number fails (`bnvg.evidence.citations`).
+  luck of the draw: its claim states how often it holds. A citation that quotes it fails
+  when it is unstable *over platforms* (`bnvg.evidence.citations`); over seeds only, the
+  citation says how general the lesson is beside it.
 
 Seed variants never make a reading fragile (another seed is another experiment, not another
-machine); they decide, with the platforms, whether it is stable. For the tables (training
-histories, figure data) the sweep measures, per column, how far any platform moved from the
-reference at each row, and allows one and a half times that there.
+platform); they decide, with the platforms, whether it is stable.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bnvg.evidence.tables import ROUNDING, Tolerance
 from bnvg.log.layout import line_named
 from bnvg.log.readings import Bound, Quantity, Reading, Value, kind_named
 
@@ -66,6 +64,7 @@ class ReadingEvidence:
     bound: Bound | None = None
     sometimes: bool = False
     band: tuple[float, float] | None = None
+    reference_platform: str = ""  # the id of the platform `reference` was computed on
 
     @property
     def moved_in_print(self) -> bool:
@@ -77,6 +76,25 @@ class ReadingEvidence:
             return False
         verdicts = {self.bound.holds(s.value) for s in self._all()}
         return len(verdicts) > 1
+
+    @property
+    def unstable_over_platforms(self) -> bool:
+        """Whether its bound holds on some platforms and not on others, at the workshop's
+        own seeds (the published log is one of them)."""
+        if self.bound is None:
+            return False
+        verdicts = {self.bound.holds(s.value) for s in [self.reference, *self.platforms.values()]}
+        return len(verdicts) > 1
+
+    def on_platform(self, platform: str) -> Seen | None:
+        """Its value on the platform with that id, at the workshop's seeds, if the sweep has
+        it there (the reference's entry is named "<platform>/workshop")."""
+        if self.reference_platform == platform:
+            return self.reference
+        for name, seen in self.platforms.items():
+            if name.split("/")[0] == platform:
+                return seen
+        return None
 
     @property
     def status(self) -> str:
@@ -144,18 +162,11 @@ class Fragility:
     """The committed sweep table."""
 
     readings: Mapping[str, ReadingEvidence] = field(default_factory=dict)
-    tables: Mapping[str, Mapping[str, Mapping[int, float]]] = field(default_factory=dict)
     variants: Mapping[str, str] = field(default_factory=dict)
     reference: str = ""
 
     def reading(self, name: str) -> ReadingEvidence | None:
         return self.readings.get(name)
-
-    def tolerances(self, table: str, column: str, rows: int) -> list[Tolerance]:
-        """How far each row of a column of a stored table may move: what the sweep saw
-        there, and never less than float32 rounding."""
-        seen = self.tables.get(table, {}).get(column, {})
-        return [ROUNDING.widest(Tolerance(atol=seen.get(row, 0.0))) for row in range(rows)]
 
 
 EMPTY = Fragility()
@@ -185,15 +196,9 @@ def from_document(document: Mapping[str, Any]) -> Fragility:
             bound=None if bound is None else Bound(*bound),
             sometimes=bool(entry.get("sometimes", False)),
             band=None if band is None else (float(band[0]), float(band[1])),
+            reference_platform=str(document.get("reference", "")).split("/")[0],
         )
-    tables = {
-        table: {
-            column: {int(row): float(atol) for row, atol in atols.items()}
-            for column, atols in columns.items()
-        }
-        for table, columns in document.get("tables", {}).items()
-    }
-    return Fragility(readings, tables, document.get("variants", {}), document.get("reference", ""))
+    return Fragility(readings, document.get("variants", {}), document.get("reference", ""))
 
 
 def load(path: Path) -> Fragility:
@@ -239,15 +244,13 @@ def build_document(
     seeds: Mapping[str, Mapping[str, Reading]],
     published: Mapping[str, Reading] | None,
     line_of: Mapping[str, int],
-    tables: Mapping[str, Mapping[str, Mapping[str, list[float]]]] | None = None,
     variants: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Merge the sweep's readings into the table's JSON document.
 
     `reference` is (name, readings) of this machine's own variant; `rounding` and `seeds` map
     the other variants' names to their readings by name; `line_of` gives each reading's log
-    line; `tables` maps each variant (reference included) to its stored tables' columns.
-    Settings (chosen, not measured) and readings with no values elsewhere are kept too, so
+    line. Settings (chosen, not measured) and readings with no values elsewhere are kept too, so
     every quoted number has a row.
     """
     ref_name, ref_readings = reference
@@ -275,7 +278,6 @@ def build_document(
         "reference": ref_name,
         "variants": dict(variants or {}),
         "readings": entries,
-        "tables": _table_tolerances(ref_name, rounding, tables or {}),
     }
     fragility = from_document(document)
     for name, entry in entries.items():
@@ -283,31 +285,3 @@ def build_document(
         entry["status"] = evidence.status
         entry["holds"] = {g: evidence.holds_in(g) for g in ("platforms", "seeds")}
     return document
-
-
-def _table_tolerances(
-    reference: str,
-    rounding: Mapping[str, Any],
-    tables: Mapping[str, Mapping[str, Mapping[str, list[float]]]],
-) -> dict[str, dict[str, dict[str, float]]]:
-    """Per stored table, column and row: 1.5 times the furthest any platform moved from the
-    reference there (the band rule, for a value compared with its stored reference). A
-    column no platform moved is left out: it gets float32 rounding only."""
-    ref_tables = tables.get(reference, {})
-    out: dict[str, dict[str, dict[str, float]]] = {}
-    for table, columns in ref_tables.items():
-        for column, ref_values in columns.items():
-            furthest = [0.0] * len(ref_values)
-            for variant in rounding:
-                values = tables.get(variant, {}).get(table, {}).get(column)
-                if values is None or len(values) != len(ref_values):
-                    continue
-                for row, (a, b) in enumerate(zip(values, ref_values, strict=True)):
-                    if math.isnan(a) and math.isnan(b):
-                        continue
-                    gap = abs(a - b) if not (math.isnan(a) or math.isnan(b)) else math.inf
-                    furthest[row] = max(furthest[row], gap)
-            moved = {str(row): float(f"{1.5 * f:.3g}") for row, f in enumerate(furthest) if f}
-            if moved:  # kept sparse: most rows of most tables never move
-                out.setdefault(table, {})[column] = moved
-    return out

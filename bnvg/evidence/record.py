@@ -44,6 +44,9 @@ class Record:
     damaged: tuple[str, ...] = ()  # cached runs found damaged, and so trained again
     figures_reused: tuple[str, ...] = ()  # drawings copied from pytest's cache
     platform: Mapping[str, str] = field(default_factory=dict)
+    # Where the platform stands with the evidence: kind ("reference", "held", "new"), this
+    # platform's id and the reference's (`bnvg.evidence.verdicts`).
+    standing: Mapping[str, str] = field(default_factory=dict)
     options: Mapping[str, Any] = field(default_factory=dict)
     log: Mapping[str, Any] = field(default_factory=dict)
     citations: Mapping[str, ClaimResult] = field(default_factory=dict)  # --workshop's checks
@@ -56,6 +59,7 @@ class Record:
             "format": FORMAT,
             "exitstatus": self.exitstatus,
             "platform": dict(self.platform),
+            "standing": dict(self.standing),
             "options": dict(self.options),
             "log": dict(self.log),
             "trained": list(self.trained),
@@ -83,6 +87,7 @@ class Record:
             damaged=tuple(data["damaged"]),
             figures_reused=tuple(data["figures reused"]),
             platform=data["platform"],
+            standing=data.get("standing", {}),
             options=data["options"],
             log=data["log"],
         )

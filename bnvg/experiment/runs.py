@@ -21,6 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from types import MappingProxyType
 
+from bnvg.experiment import kernels
 from bnvg.experiment.config import DEEP_DEPTH, PLAIN, WORKSHOP, NetSpec, Workshop
 from bnvg.store import digest, source_digest
 
@@ -102,8 +103,11 @@ def platform_without_torch(threads: int) -> dict[str, str]:
         "python": platform.python_version(),
         "numpy": metadata.version("numpy"),
         "torch threads": str(threads),
-        # What the user asked torch's dispatcher for (it resolves it to "cpu capability").
-        "ATEN_CPU_CAPABILITY": os.environ.get("ATEN_CPU_CAPABILITY", ""),
+        # The kernels asked for (`bnvg.experiment.kernels`): ATen resolves its variable to
+        # "cpu capability"; MKL's branch and oneDNN's cap are known only by their variables.
+        **{name: os.environ.get(name, "") for name in kernels.REFERENCE},
+        # Under MKL's own choice of path the CPU decides the bits too.
+        "cpu": kernels.cpu(),
     }
 
 

@@ -10,7 +10,15 @@
   claims report (`claims_report`) and the session record;
 - `citation_items`: `--workshop DIR`, a test per citation of the log in the Markdown;
 - `html_report`: with pytest-html, each claim's sentence, readings and figure in its row.
+
+The reference kernels (`bnvg.experiment.kernels`) are set here, as the plugin is imported:
+numpy reads its part when it is imported, which the plugin's own modules do next. The
+options (`options`) then decide torch's part again, before torch is imported.
 """
+
+from bnvg.experiment import kernels
+
+kernels.apply()
 
 pytest_plugins = [
     "bnvg.plugin.options",

@@ -16,7 +16,7 @@ from bnvg.evidence.citations import Citation, check, find_citations
 from bnvg.files import relative
 from bnvg.log.layout import context_of
 from bnvg.plugin.options import fragility, settings
-from bnvg.plugin.outcomes import CITATION, DRIFT
+from bnvg.plugin.outcomes import CITATION, DRIFT, NOTE
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -65,6 +65,8 @@ class CitationItem(pytest.Item):
         where = f"{self.citation.path}:{self.citation.md_line}"
         for drift in verdict.drift:
             self.user_properties.append((DRIFT, f"{where} {drift}"))
+        for note in verdict.notes:
+            self.user_properties.append((NOTE, f"{where} {note}"))
         if verdict.problems:
             raise CitationError("\n".join(verdict.problems))
 

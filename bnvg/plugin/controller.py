@@ -20,6 +20,7 @@ import pytest
 
 from bnvg.evidence.record import ClaimResult, Record
 from bnvg.evidence.tables import Table
+from bnvg.evidence.verdicts import NEW
 from bnvg.experiment import platform
 from bnvg.files import atomic_write, relative
 from bnvg.log.readings import Reading
@@ -28,8 +29,10 @@ from bnvg.plugin.collection import is_citation, narrowed
 from bnvg.plugin.options import SETTINGS, UPDATE_COMMAND, Settings, is_controller, settings
 from bnvg.plugin.outcomes import ClaimOutcome, owned_keys, sentence_of
 from bnvg.plugin.runs import RUN_EVENTS, RUN_EVENTS_OUTPUT
+from bnvg.plugin.standing import recorded_platform
 
 PLATFORM_OUTPUT = "bnvg_platform"  # the platform an xdist worker computed on
+STANDING_OUTPUT = "bnvg_standing"  # where that platform stands with the evidence
 
 
 class Controller:
@@ -40,6 +43,7 @@ class Controller:
         self.settings = s
         self.claims: dict[str, ClaimOutcome] = {}
         self.platform: dict[str, str] = {}
+        self.standing: dict[str, str] = {}
         self.summary: list[str] = []
         self.log: results_log.LogAssembly | None = None
         self.unused_numbers: list[str] = []
@@ -66,6 +70,7 @@ class Controller:
         output = getattr(node, "workeroutput", {})
         self.config.stash[RUN_EVENTS].extend(tuple(e) for e in output.get(RUN_EVENTS_OUTPUT, []))
         self.platform = self.platform or dict(output.get(PLATFORM_OUTPUT, {}))
+        self.standing = self.standing or dict(output.get(STANDING_OUTPUT, {}))
 
     def _runs(self, event: str) -> list[tuple[str, Any]]:
         """(name, detail) of every run with `event` this session, in any process."""
@@ -91,6 +96,8 @@ class Controller:
         claims = self.claim_outcomes
         if not self.platform and any(c.ran for c in claims.values()):
             self.platform = platform.current(s.torch_threads)
+            if not s.update:
+                self.standing = _standing_of(self.config)
         if any(c.owns and c.ran for c in claims.values()):
             self.log = self.assemble()
             n_claims = sum(1 for c in claims.values() if c.passed and c.lines)
@@ -157,12 +164,15 @@ class Controller:
             damaged=tuple(dict.fromkeys(name for name, _ in self._runs("damaged"))),
             figures_reused=tuple(dict.fromkeys(n for n, _ in self._runs("figure reused"))),
             platform=self.platform,
+            standing=self.standing,
             options={
                 "torch threads": s.torch_threads,
                 "sampler seed": s.sampler_seed,
                 "init seed": s.init_seed,
                 "update": s.update,
                 "strict": s.strict,
+                "native kernels": s.native_kernels,
+                "kernels chosen by": dict(s.kernels),
             },
             log={
                 "path": str(s.results_log),
@@ -203,20 +213,44 @@ class Controller:
                 f"reused {len(figures)} figures drawn earlier from the same numbers by the same "
                 "code (copied from pytest's cache; --recompute draws them again)"
             )
-        drift = [d for c in self.claims.values() for d in c.drift]
-        if drift:
-            terminalreporter.write_sep(
-                "-", "numbers that drifted (platform-dependent, within band)"
-            )
-            for line in drift:
+        self._say_platform(terminalreporter)
+        notes = list(dict.fromkeys(n for c in self.claims.values() for n in c.notes))
+        if notes:
+            terminalreporter.write_sep("-", "how the cited lessons hold over other seeds")
+            for line in notes:
                 write(line)
-            recorded = _load_environment(self.settings)
-            said = platform.describe(recorded) if recorded else "(unknown: no environment.json)"
-            write(f"snapshots recorded with: {said}")
-            write(f"this run:                {platform.describe(self.platform)}")
+            write("Other seeds are another experiment: these say how general a lesson is, not")
+            write("what the cited line prints (snapshots/evidence/robustness.md has every claim).")
+
+    def _say_platform(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """What drifted, and on which platform: new to the evidence, or held by it."""
+        write = terminalreporter.write_line
+        drift = list(dict.fromkeys(d for c in self.claims.values() for d in c.drift))
+        kind = self.standing.get("kind")
+        if not drift and kind != NEW:
+            return
+        recorded = recorded_platform(self.settings)
+        if kind == NEW:
+            terminalreporter.write_sep("-", "this platform is new to the evidence")
             write(
-                "The log shows the values computed here. --strict-numbers turns drift into failure."
+                "Every claim's statement was asserted on this run; the numbers that moved are "
+                "drift, not failure:"
             )
+        else:
+            terminalreporter.write_sep("-", "numbers that drifted")
+        for line in drift:
+            write(f"  {line}")
+        if not drift:
+            write("  none: every number is the reference's")
+        said = platform.describe(recorded) if recorded else "(unknown: no environment.json)"
+        write(f"snapshots recorded with: {said}")
+        write(f"this run:                {platform.describe(self.platform)}")
+        if kind == NEW:
+            write(
+                "To add this platform to the evidence (so its numbers are then compared "
+                "exactly): python -m bnvg.sweep --here"
+            )
+        write("--strict-numbers fails on any number that is not the reference's.")
 
 
 def _result(claim: ClaimOutcome) -> ClaimResult:
@@ -225,12 +259,11 @@ def _result(claim: ClaimOutcome) -> ClaimResult:
     )
 
 
-def _load_environment(s: Settings) -> dict[str, str]:
-    try:
-        data = json.loads(s.places.environment.read_text())
-    except (OSError, ValueError):
-        return {}
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+def _standing_of(config: pytest.Config) -> dict[str, str]:
+    from bnvg.plugin.standing import standing
+
+    found = standing(config)
+    return {"kind": found.kind, "platform": found.platform, "reference": found.reference}
 
 
 CONTROLLER = pytest.StashKey[Controller]()
@@ -247,8 +280,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """An xdist worker ships the platform it computed on (the controller imports no torch)."""
     config = session.config
     if hasattr(config, "workerinput"):
-        threads = settings(config).torch_threads
-        config.workeroutput[PLATFORM_OUTPUT] = platform.current(threads)  # type: ignore[attr-defined]
+        s = settings(config)
+        output = config.workeroutput  # type: ignore[attr-defined]
+        output[PLATFORM_OUTPUT] = platform.current(s.torch_threads)
+        if not s.update:
+            output[STANDING_OUTPUT] = _standing_of(config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
 
     from bnvg.evidence.fragility import Fragility
+    from bnvg.evidence.verdicts import Standing
     from bnvg.experiment.config import NetSpec, Workshop
     from bnvg.experiment.data import TwoMoons
     from bnvg.experiment.measure import AtInit
@@ -44,6 +45,14 @@ def workshop(pytestconfig: pytest.Config) -> Workshop:
 def fragility_table(pytestconfig: pytest.Config) -> Fragility:
     """The sweep's committed table: which readings travel, and how often bounds hold."""
     return fragility(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def platform_standing(pytestconfig: pytest.Config) -> Standing:
+    """Where this session's platform stands with the evidence (`bnvg.evidence.verdicts`)."""
+    from bnvg.plugin.standing import standing
+
+    return standing(pytestconfig)
 
 
 @pytest.fixture(scope="session")

@@ -3,8 +3,11 @@
 One CSV file per claim holds the readings it quotes (one row per reading: its name and its
 value), one per training run its whole history, one per figure the numbers it plots
 (`bnvg.places`). pytest-regressions writes them (`--snapshot-update` turns on its
-`--regen-all`) and compares them; this module first reads the stored numbers itself, so that
-a difference is told by name, with drift told from failure (`bnvg.evidence.compare`).
+`--regen-all`) and, on the reference platform, compares what this run computed with them,
+exactly. This module first reads the stored numbers itself, so that a difference is told by
+name, and judged by where this run computes (`bnvg.evidence.verdicts`): on a platform the
+evidence holds it fails, on a new one it is drift. Off the reference, pytest-regressions is
+not asked: its files hold the reference's numbers, which another platform need not compute.
 
 A normal run never writes a snapshot: a missing file fails its claim with the update command
 instead of being created. Files are replaced atomically, so an interrupted update leaves
@@ -14,7 +17,6 @@ every file whole.
 from __future__ import annotations
 
 import csv
-import functools
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -24,13 +26,14 @@ import numpy as np
 import pytest
 from pytest_regressions.num_regression import NumericRegressionFixture
 
-from bnvg.evidence.compare import compare_table
 from bnvg.evidence.fragility import Fragility
-from bnvg.evidence.tables import EXACT, Table, Tolerance, slug
+from bnvg.evidence.tables import Table, slug
+from bnvg.evidence.verdicts import REFERENCE, Standing, compare_table
 from bnvg.files import relative, replacing
 from bnvg.log.readings import Reading
 from bnvg.plugin.options import UPDATE_COMMAND, Settings
-from bnvg.plugin.outcomes import NUMBERS_FILE, TABLE
+from bnvg.plugin.outcomes import DRIFT, NUMBERS_FILE, TABLE
+from bnvg.plugin.standing import standing
 
 SHOWN_POINTS = 8  # a history that moved everywhere is summarised after this many points
 
@@ -49,10 +52,6 @@ class _AtomicNumericRegression(NumericRegressionFixture):
     def _dump_fn(self, data_object: Any, filename: Path) -> None:
         with replacing(Path(filename)) as tmp:
             super()._dump_fn(data_object, tmp)
-
-
-def _widest(tolerances: Sequence[Tolerance]) -> Tolerance:
-    return functools.reduce(Tolerance.widest, tolerances, EXACT)
 
 
 def _float(cell: str) -> float:
@@ -105,24 +104,33 @@ class NumberSnapshots:
             raise NumbersSnapshotError(f"{self.shown(self.readings_name)} has no 'value' column")
         return dict(zip(index, columns["value"], strict=True))
 
+    @property
+    def standing(self) -> Standing:
+        return standing(self._request.config)
+
+    def _checked_by_regressions(self) -> bool:
+        """Whether pytest-regressions compares this run's numbers with its files: under
+        --snapshot-update (it writes them), and where its files are this platform's own."""
+        s = self._settings
+        return s.update or s.strict or self.standing.kind == REFERENCE
+
     def store_readings(self, readings: Sequence[Reading]) -> None:
-        """Hand the readings to pytest-regressions: written under --snapshot-update, compared
-        exactly otherwise (the caller has already accepted drift by storing stored values)."""
+        """Hand the readings computed here to pytest-regressions: written under
+        --snapshot-update, compared exactly on the reference platform."""
         self._regression(
             self.readings_name,
             "reading",
             [r.name for r in readings],
             {"value": [r.as_float() for r in readings]},
-            {},
         )
 
     # -- tables -----------------------------------------------------------------------------
     def check_table(self, table: Table) -> None:
-        """Compare a table with its snapshot point by point (or record it when updating)."""
+        """Compare a table with what it is compared with on this platform, point by point
+        (or record it when updating)."""
         __tracebackhide__ = True
         self._item.user_properties.append((TABLE, table.to_json()))
-        settings = self._settings
-        if not settings.update:
+        if not self._settings.update:
             try:
                 index, names, columns = read_csv(self.path(table.name), table.index_name)
             except NumbersSnapshotError as error:
@@ -141,25 +149,18 @@ class NumberSnapshots:
                 tuple(str(i) for i in table.index),
                 table.columns,
             )
-            found = compare_table(here, stored, self._fragility, settings.strict)
-            if isinstance(found, str):
-                pytest.fail(self._differs(table, [found]), pytrace=False)
-            if found:
+            verdict = compare_table(here, stored, self.standing)
+            if verdict.shape:
+                pytest.fail(self._differs(table, [verdict.shape]), pytrace=False)
+            if verdict.failed:
+                found = verdict.points
                 shown = [d.describe() for d in found[:SHOWN_POINTS]]
                 if len(found) > SHOWN_POINTS:
                     shown.append(f"... and {len(found) - SHOWN_POINTS} more points")
                 pytest.fail(self._differs(table, shown), pytrace=False)
-        # pytest-regressions takes one tolerance per column: the widest of its rows, after the
-        # point-by-point comparison above has held every row to its own.
-        tolerances = {
-            column: (
-                EXACT
-                if settings.strict
-                else _widest(self._fragility.tolerances(table.name, column, len(table.index)))
-            ).as_dict()
-            for column in table.columns
-        }
-        self._regression(table.name, table.index_name, table.index, table.columns, tolerances)
+            if verdict.points:
+                self._item.user_properties.append((DRIFT, verdict.summary()))
+        self._regression(table.name, table.index_name, table.index, table.columns)
 
     # -- messages ---------------------------------------------------------------------------
     def update_hint(self) -> str:
@@ -188,13 +189,16 @@ class NumberSnapshots:
         index_name: str,
         index: Sequence[Any],
         columns: Mapping[str, Any],
-        tolerances: Mapping[str, Mapping[str, float]],
     ) -> None:
+        """pytest-regressions' own check of what this run computed, exact; off the reference
+        the file is only noted as read (its numbers were compared above, by name)."""
         __tracebackhide__ = True
+        self._item.user_properties.append((NUMBERS_FILE, self.shown(name)))
+        if not self._checked_by_regressions():
+            return
         import pandas as pd
 
         request = self._request
-        self._item.user_properties.append((NUMBERS_FILE, self.shown(name)))
         fixture = _AtomicNumericRegression(
             request.getfixturevalue("lazy_datadir"),
             request.getfixturevalue("original_datadir"),
@@ -204,6 +208,5 @@ class NumberSnapshots:
             dict(columns),
             fullpath=self.path(name),
             data_index=pd.Index(list(index), name=index_name),
-            tolerances={k: dict(v) for k, v in tolerances.items()},
             default_tolerance={"atol": 0.0, "rtol": 0.0},
         )

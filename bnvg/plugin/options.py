@@ -4,12 +4,17 @@ Everything the other parts of the plugin need to know about the command line is 
 once, into `Settings` (kept in `config.stash`): where the log, the figures and the snapshots
 go, whether numbers are strict, whether snapshots are being updated.
 
-It also pins torch to one intra-op thread (--torch-threads) in every process that computes:
-the thread count changes training results, and the log must not depend on the machine.
+It also sets the reference kernels (`bnvg.experiment.kernels`) and one torch intra-op thread
+(--torch-threads) in every process that computes, before torch is imported: the kernels and
+the thread count change training results, and the log must not depend on the machine.
+`--native-kernels` leaves the machine its own kernels. xdist workers and the sessions the
+sweep starts inherit the settings through the environment.
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +22,7 @@ import pytest
 
 from bnvg.evidence.fragility import Fragility
 from bnvg.evidence.fragility import load as load_fragility
+from bnvg.experiment import kernels
 from bnvg.places import Places
 
 UPDATE_COMMAND = "pytest claims/ --snapshot-update"
@@ -31,6 +37,8 @@ class Settings:
     update: bool  # --snapshot-update: record what is computed here, text and numbers
     recompute: bool  # --recompute or --strict-numbers: train every run again
     torch_threads: int
+    native_kernels: bool  # --native-kernels: the machine's own kernels, not the reference
+    kernels: Mapping[str, str]  # who chose each kernel variable: "user", "reference", "machine"
     sampler_seed: int | None
     init_seed: int | None
     workshop_text: Path | None  # --workshop DIR: the Markdown whose citations are checked
@@ -127,6 +135,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "the reference numbers need 1: only the sweep sets another)",
     )
     group.addoption(
+        "--native-kernels",
+        dest="bnvg_native_kernels",
+        action="store_true",
+        help="compute with the kernels this machine picks (its widest ATen vectors, MKL's own "
+        "code path for this CPU) instead of the reference kernels, as the workshop script "
+        "does when run as it is; what moves is then drift, unless the evidence holds this "
+        "platform",
+    )
+    group.addoption(
         "--sampler-seed",
         dest="bnvg_sampler_seed",
         type=int,
@@ -172,6 +189,19 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"{flag} would update the stored numbers but not the text that quotes them: "
                 f"use `{UPDATE_COMMAND}`, which updates both"
             )
+    # Before anything imports torch: ATen, MKL and oneDNN read their variables as they start.
+    native = bool(config.getoption("bnvg_native_kernels"))
+    torch_was_loaded = "torch" in sys.modules
+    origins = kernels.apply(native=native)
+    if torch_was_loaded and any(who == kernels.REFERENCE_DEFAULT for who in origins.values()):
+        config.issue_config_time_warning(
+            pytest.PytestConfigWarning(
+                "torch was imported before bnvg could set the reference kernels "
+                f"({', '.join(kernels.REFERENCE)}): set them in the environment yourself, "
+                "or the numbers may be this machine's own"
+            ),
+            stacklevel=2,
+        )
     update = bool(getattr(config.option, "update_snapshots", False))
     config.option.regen_all = update
     root = config.rootpath
@@ -186,6 +216,8 @@ def pytest_configure(config: pytest.Config) -> None:
             config.getoption("bnvg_recompute") or config.getoption("bnvg_strict_numbers")
         ),
         torch_threads=threads,
+        native_kernels=native,
+        kernels=origins,
         sampler_seed=config.getoption("bnvg_sampler_seed"),
         init_seed=config.getoption("bnvg_init_seed"),
         workshop_text=workshop,

@@ -26,6 +26,7 @@ STORED = "bnvg stored"  # the stored values of a claim's readings, by name
 TABLE = "bnvg table"  # a stored table this claim checked (Table as JSON)
 NUMBERS_FILE = "bnvg numbers file"  # a numbers snapshot file the claim read or wrote
 DRIFT = "bnvg drift"  # one drifted number, described for people
+NOTE = "bnvg note"  # how a cited lesson holds over other seeds (a citation's, never a failure)
 CITATION = "bnvg citation"  # set by a citation of the workshop's Markdown, not a claim
 
 
@@ -40,6 +41,7 @@ class ClaimOutcome:
     tables: dict[str, Table] = field(default_factory=dict)
     numbers_files: set[str] = field(default_factory=set)
     drift: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     sentence: str = ""
     failed: bool = False
     passed: bool = False
@@ -117,7 +119,13 @@ def _drift(claim: ClaimOutcome, value: object) -> None:
         claim.drift.append(str(value))
 
 
+def _note(claim: ClaimOutcome, value: object) -> None:
+    if str(value) not in claim.notes:
+        claim.notes.append(str(value))
+
+
 _ADD = {
+    NOTE: _note,
     OWNS: _owns,
     SENTENCE: _sentence,
     LINE: _line,

@@ -7,7 +7,9 @@ In one call it
 
 1. asserts the claim's bounds on the readings it quotes (`holds`), naming each reading;
 2. compares every reading with its stored full-precision value, by name (pytest-regressions'
-   files): a robust number that changed fails, a fragile one inside its band is drift;
+   files), judged by where this run computes (`bnvg.evidence.verdicts`): exactly on the
+   reference and on the platforms the evidence holds; on a new platform a robust reading
+   must print the same and anything else that moved is drift;
 3. compares the lines, as the text quotes them, with syrupy's snapshot; and
 4. hands the verified lines to results.log.
 
@@ -22,8 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import pytest
 from syrupy.exceptions import SnapshotDoesNotExist
 
-from bnvg.evidence.compare import Difference, compare_readings
 from bnvg.evidence.fragility import Fragility
+from bnvg.evidence.verdicts import Difference, compare_readings
 from bnvg.log.layout import LogLine, line_named, line_number
 from bnvg.log.readings import Bound
 from bnvg.plugin.numbers import NumberSnapshots, NumbersSnapshotError
@@ -77,10 +79,11 @@ class Quoted:
             stored,
             {line.key: line_number(line.key) for line in flat},
             self._fragility,
-            self._settings.strict,
+            self._numbers.standing,
         )
-        # The text as the snapshot should have it: every reading at its stored value. Compared
-        # once, before anything fails, so syrupy knows this claim used its snapshot.
+        # The wording, checked apart from the numbers: the lines rendered from the stored
+        # readings must be the text syrupy stores. Compared once, before anything fails, so
+        # syrupy knows this claim used its snapshot.
         as_stored = [
             line_named(line.key).refill(
                 line, {r.name: r.value_from_float(stored[r.name]) for r in line.readings}
@@ -99,7 +102,7 @@ class Quoted:
                 pytrace=False,
             )
         if readings:
-            self._numbers.store_readings([r for line in as_stored for r in line.readings])
+            self._numbers.store_readings(readings)
         self._hand_over(flat, [d for d in differences if d.drift])
 
     # -- steps -------------------------------------------------------------------------------

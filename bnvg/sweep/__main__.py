@@ -2,14 +2,15 @@
 
     python -m bnvg.sweep                         # an embedded local cluster, one worker per core
     python -m bnvg.sweep --scheduler tcp://host:8786   # a cluster already running
+    python -m bnvg.sweep --here                  # add this machine's own platform
 
-By default it runs the workshop on every platform the cluster has, every CPU capability the
-best of them can emulate (with one and two threads), and 32 minibatch orders and 32 sets of
-starting weights: about 70 claims sessions, each a job whose result is a fragment under
-snapshots/evidence/fragments/. Fragments already there are not computed again, so a killed
-sweep resumes where it stopped. When every fragment is there it merges them, with the
-published log, into snapshots/evidence/{fragility,robustness}.{json,md} and the README's
-findings, and says which claims changed verdict since the committed tables.
+By default it runs the workshop under the reference kernels and under each setting varied
+from them (`bnvg.sweep.variants`) on every kind of machine the cluster has, and 32 minibatch
+orders and 32 sets of starting weights: about 70 claims sessions, each a job whose result is
+a fragment under snapshots/evidence/fragments/. Fragments already there are not computed
+again, so a killed sweep resumes where it stopped. When every fragment is there it merges
+them, with the published log, into snapshots/evidence/{fragility,robustness}.{json,md} and
+the README's findings, and says which claims changed verdict since the committed tables.
 """
 
 from __future__ import annotations
@@ -45,7 +46,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-kernels",
         action="store_true",
-        help="leave out the emulated CPU capabilities and thread counts",
+        help="leave out the variants of the reference that change one setting everywhere "
+        "alike (ATen's scalar and AVX-512 kernels, two threads)",
+    )
+    parser.add_argument(
+        "--here",
+        action="store_true",
+        help="only this machine's own platform (the workshop under --native-kernels), to add "
+        "it to the evidence; then merge",
     )
     parser.add_argument(
         "--select",
@@ -99,7 +107,9 @@ def sweep(args: argparse.Namespace) -> int:
             client = Client(local)
             cache_dir = str(places.root / ".pytest_cache")  # resumes reuse trained runs
         with client:
-            jobs, total = cluster.plan(client, store, args.seeds, kernels=not args.no_kernels)
+            jobs, total = cluster.plan(
+                client, store, args.seeds, kernels=not args.no_kernels, here_only=args.here
+            )
             project = pack(places.root)
             failed = cluster.run(client, jobs, total, project, store, args.select, cache_dir)
         if failed:

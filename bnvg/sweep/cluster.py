@@ -1,8 +1,10 @@
 """Running the sweep's jobs on a Dask cluster, and saying how far it got.
 
-`plan` asks every worker which platform it computes on (its CPU capability, its torch build),
-then lists the jobs whose fragments are still missing: the workshop on each platform, the
-kernel variants this cluster's best platform can emulate, and every seed. `run` submits them,
+`plan` asks every worker what machine it is (its CPU, its torch build, the widest kernels it
+runs), then lists the jobs whose fragments are still missing: on each kind of machine the
+reference, MKL's own path and the machine's native kernels; once, the reference with one
+setting varied (ATen's scalar or AVX-512 kernels, two threads); and every seed, under the
+reference kernels. `run` submits them,
 writes each fragment as it arrives (so an interrupted sweep resumes where it stopped), and
 prints progress: jobs done of all, those running, and an estimate of the time left.
 """
@@ -11,24 +13,56 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from distributed import Client, as_completed
 
-from bnvg.sweep.fragments import Fragment, FragmentStore, platform_id
+from bnvg.experiment.kernels import REFERENCE
+from bnvg.experiment.platform import NOT_SET, platform_id
+from bnvg.sweep.fragments import Fragment, FragmentStore
 from bnvg.sweep.job import run_variant
-from bnvg.sweep.variants import WORKSHOP, Variant, kernel_variants, seed_variants
+from bnvg.sweep.variants import (
+    ATEN_AVX512,
+    NATIVE,
+    WORKSHOP,
+    Variant,
+    one_setting_varied,
+    per_machine,
+    seed_variants,
+)
 
 Say = Callable[[str], None]
 
 
-def _platform_here() -> dict[str, str]:
-    """The platform this worker process computes on (run on the worker)."""
+def _machine_here() -> dict[str, str]:
+    """This worker's machine: its platform as recorded, and the widest ATen kernels its CPU
+    runs (run on the worker; torch's own CPU check, whatever the worker's variables say)."""
+    import torch
+
     from bnvg.experiment.platform import current
 
-    return current(threads=1)
+    best = "AVX512" if torch.cpu._is_avx512_supported() else "AVX2"
+    if not torch.cpu._is_avx2_supported():
+        best = "DEFAULT"
+    return {**current(threads=1), "best capability": best}
+
+
+def predicted_platform(variant: Variant, machine: Mapping[str, str]) -> dict[str, str]:
+    """The platform `variant` computes on when run on `machine` (as `_machine_here` says):
+    the reference kernels or the machine's own, then what the worker's own environment
+    sets (a worker started with ATEN_CPU_CAPABILITY=default is such a platform), then the
+    variant's one setting, as the job's session will decide them."""
+    env = dict(machine)
+    env.update({name: NOT_SET for name in REFERENCE} if variant.native else REFERENCE)
+    user = [n for n in machine.get("set by the user", "").split(", ") if n in REFERENCE]
+    env.update({name: machine[name] for name in user})
+    env.update(dict(variant.settings))
+    aten = env["ATEN_CPU_CAPABILITY"]
+    env["cpu capability"] = machine["best capability"] if aten == NOT_SET else aten.upper()
+    env["torch threads"] = str(variant.threads)
+    return env
 
 
 @dataclass(frozen=True)
@@ -37,44 +71,41 @@ class Job:
     workers: tuple[str, ...] | None  # None: any worker
 
 
-def worker_platforms(client: Client) -> dict[str, dict[str, str]]:
-    """Each worker's address and platform."""
-    platforms: dict[str, dict[str, str]] = client.run(_platform_here)
-    return platforms
+def worker_machines(client: Client) -> dict[str, dict[str, str]]:
+    """Each worker's address and machine."""
+    machines: dict[str, dict[str, str]] = client.run(_machine_here)
+    return machines
 
 
 def plan(
-    client: Client, store: FragmentStore, seeds: int, kernels: bool = True
+    client: Client,
+    store: FragmentStore,
+    seeds: int,
+    kernels: bool = True,
+    here_only: bool = False,
 ) -> tuple[list[Job], int]:
-    """(the jobs still to run, how many the whole sweep has)."""
-    platforms = worker_platforms(client)
-    by_platform: dict[str, list[str]] = {}
-    for address, p in sorted(platforms.items()):
-        by_platform.setdefault(platform_id(p), []).append(address)
-    wanted: list[Job] = []
-    todo: list[Job] = []
-    for pid, addresses in by_platform.items():
-        wanted.append(Job(WORKSHOP, tuple(addresses)))  # the workshop itself, on each platform
-        if not store.has(pid, WORKSHOP.name):
-            todo.append(wanted[-1])
-    if kernels:
-        best = max(platforms.values(), key=lambda p: _rank(p["cpu capability"]))
-        for v in kernel_variants(best["cpu capability"]):
-            wanted.append(Job(v, None))
-            cap, threads = str(v.capability).upper(), str(v.threads)
-            emulated = {**best, "cpu capability": cap, "torch threads": threads}
-            if not store.has(platform_id(emulated), v.name):
-                todo.append(Job(v, None))
-    for v in seed_variants(seeds):
-        wanted.append(Job(v, None))
-        if not store.platforms_of(v.name) & set(by_platform):
-            todo.append(Job(v, None))
+    """(the jobs still to run, how many the whole sweep has). `here_only`: only each
+    machine's own native platform (`--here`)."""
+    machines = worker_machines(client)
+    by_cpu: dict[str, list[str]] = {}  # one kind of machine: its CPU, torch and numpy
+    for address, m in sorted(machines.items()):
+        by_cpu.setdefault(platform_id({**m, "MKL_CBWR": "AUTO"}), []).append(address)
+    wanted: list[tuple[Job, str]] = []  # each job, and the platform its fragment lands in
+    for addresses in by_cpu.values():
+        machine = machines[addresses[0]]
+        for v in [NATIVE] if here_only else per_machine():
+            wanted.append((Job(v, tuple(addresses)), platform_id(predicted_platform(v, machine))))
+    if kernels and not here_only:
+        any_machine = machines[sorted(machines)[0]]
+        avx512 = [a for a, m in sorted(machines.items()) if m["best capability"] == "AVX512"]
+        for v in one_setting_varied(avx512=bool(avx512)):
+            workers = tuple(avx512) if v is ATEN_AVX512 else None
+            wanted.append((Job(v, workers), platform_id(predicted_platform(v, any_machine))))
+    if not here_only:
+        reference = platform_id(predicted_platform(WORKSHOP, machines[sorted(machines)[0]]))
+        wanted += [(Job(v, None), reference) for v in seed_variants(seeds)]
+    todo = [job for job, pid in wanted if not store.has(pid, job.variant.name)]
     return todo, len(wanted)
-
-
-def _rank(capability: str) -> int:
-    order = ["DEFAULT", "AVX2", "AVX512"]
-    return order.index(capability.upper()) if capability.upper() in order else len(order)
 
 
 def _clock(seconds: float) -> str:

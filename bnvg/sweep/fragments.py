@@ -22,22 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from bnvg.evidence.record import Record
-from bnvg.evidence.tables import slug
+from bnvg.experiment.platform import platform_id
 from bnvg.files import replacing
 from bnvg.log.readings import Reading
+from bnvg.sweep import variants
 from bnvg.sweep.variants import Variant
 
-FORMAT = 1
+FORMAT = 2  # 2: the platform names its kernels and CPU; a variant, its settings
 SUFFIX = ".json.gz"
-
-
-def platform_id(platform: Mapping[str, str]) -> str:
-    """A folder name for a platform: "x86_64-py3.11-torch-2.13.0+cpu-avx512-1t"."""
-    python = ".".join(platform.get("python", "?").split(".")[:2])
-    return slug(
-        f"{platform.get('machine', '?')}-py{python}-torch-{platform.get('torch', '?')}-"
-        f"{platform.get('cpu capability', '?').lower()}-{platform.get('torch threads', '?')}t"
-    )
 
 
 @dataclass(frozen=True)
@@ -54,16 +46,9 @@ class Fragment:
         return platform_id(self.platform)
 
     def to_json(self) -> dict[str, Any]:
-        v = self.variant
         return {
             "format": FORMAT,
-            "variant": {
-                "name": v.name,
-                "axis": v.axis,
-                "capability": v.capability,
-                "threads": v.threads,
-                "seed": v.seed,
-            },
+            "variant": variants.to_json(self.variant),
             "platform": dict(self.platform),
             "claims": dict(self.claims),
             "readings": {name: r.to_json() for name, r in self.readings.items()},
@@ -75,9 +60,8 @@ class Fragment:
     def from_json(cls, data: Mapping[str, Any]) -> Fragment:
         if data.get("format") != FORMAT:
             raise ValueError(f"a fragment of format {data.get('format')!r}, not {FORMAT}")
-        v = data["variant"]
         return cls(
-            variant=Variant(v["name"], v["axis"], v["capability"], v["threads"], v["seed"]),
+            variant=variants.from_json(data["variant"]),
             platform=data["platform"],
             claims=data["claims"],
             readings={name: Reading.from_json(r) for name, r in data["readings"].items()},
@@ -93,7 +77,7 @@ class Fragment:
 def from_record(variant: Variant, record: Record) -> Fragment:
     """The fragment of one finished claims session (its tables only for a platform variant:
     over seeds the histories are another experiment's, and no band reads them)."""
-    platform = {k: str(v) for k, v in record.platform.items() if k != "ATEN_CPU_CAPABILITY"}
+    platform = {k: str(v) for k, v in record.platform.items()}
     tables = {
         name: {column: [float(x) for x in values] for column, values in table.columns.items()}
         for name, table in record.tables.items()
@@ -138,6 +122,19 @@ class FragmentStore:
                 f"the fragment {path} is damaged ({type(error).__name__}: {error}); delete it "
                 "and run the sweep again to compute it anew"
             ) from None
+
+    def at_seeds(self, platform: str, variant: str | None) -> Fragment | None:
+        """The fragment of `platform` at the seeds of the seed variant `variant` (None: the
+        workshop's own seeds, computed by whichever platform variant landed there)."""
+        if variant is not None:
+            return self.read(self.path(platform, variant)) if self.has(platform, variant) else None
+        for path in sorted((self.folder / platform).glob(f"*{SUFFIX}")):
+            if "-seed-" in path.name:
+                continue  # a seed variant's, by its name: not worth reading to find out
+            fragment = self.read(path)
+            if fragment.variant.axis == "platform":
+                return fragment
+        return None
 
     def all(self) -> Iterator[Fragment]:
         """Every fragment, in a fixed order (platform, then variant): merging never depends
