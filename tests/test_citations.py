@@ -193,14 +193,15 @@ def test_realistic_prose_that_quotes_the_log_correctly_passes(workshop):
 
 
 def test_quoting_the_published_layer_norm_accuracy_fails_stating_the_range(workshop):
+    """No fixed value of it is true: the platforms disagree on whether layer norm reaches
+    90% at the workshop's own seeds (51.5% here, 91.5% under scalar kernels, 100.0% published)."""
     result = workshop("Layer norm also works: it reaches 100.0% (line 96).\n")
     result.assert_outcomes(passed=len(CITED), failed=1)
     result.stdout.fnmatch_lines(
         [
             "text/module2.md:1: quotes 100.0 for 'S8 layer norm, final test accuracy' as a fixed "
-            "value, but it is luck of the draw: it was 48.5 to 100 over the platforms and "
-            "minibatch orders the sweep ran (at least 90 in 16 of 33 minibatch orders; at least 90 "
-            "in 19 of 33 starting weights; at least 90 in 3 of 7 platforms). Say how often it "
+            "value, but the platforms disagree on what its claim says: it was 51.5 to 100 over "
+            "the platforms the sweep ran (at least 90 on 4 of 12 platforms). Say how often it "
             "holds instead",
             "  the sentence: Layer norm also works: it reaches 100.0% (line 96).",
         ]
@@ -212,9 +213,22 @@ def test_quoting_the_published_eval_bug_accuracy_passes_with_drift(workshop):
     result.assert_outcomes(passed=len(CITED) + 1)
     result.stdout.fnmatch_lines(
         [
-            "*numbers that drifted*",
-            "text/module2.md:1 quotes 71.5 for 'S9 train mode, batches of 2, test accuracy': "
-            "here 69.5, fragile, band 68.5 to 72.5 (platform-dependent)",
+            "*this platform is new to the evidence*",
+            "*",
+            "  text/module2.md:1 quotes 71.5 for 'S9 train mode, batches of 2, test accuracy': "
+            "here 69.5; fragile, printed 71.5 by the published log and 1 platform of the sweep "
+            "(platform-dependent)",
+        ]
+    )
+
+
+def test_a_fragile_number_no_platform_prints_fails(workshop):
+    result = workshop("In train mode, batches of 2 score 85.0% (line 103).\n")
+    result.assert_outcomes(passed=len(CITED), failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "text/module2.md:1: quotes 85.0 for 'S9 train mode, batches of 2, test accuracy': "
+            "here 69.5 (fragile, the platforms print 69.5 or 71.5)"
         ]
     )
 
@@ -227,17 +241,17 @@ def test_a_stale_number_fails_naming_the_reading_it_quotes(workshop):
     )
 
 
-def test_the_3015x_headline_is_luck_of_the_starting_weights(workshop):
-    """The plain net's layer-1 gradient is 3015x smaller for the workshop's starting weights;
-    over the sweep's 33 sets of starting weights the ratio ranges from about 12x to 10733x, and
-    is above 1000x for 15: a fixed "3015x" fails, saying so."""
+def test_the_3015x_headline_holds_for_line_40_with_a_note_on_other_starting_weights(workshop):
+    """Line 40 prints 3015x on every platform, so the citation holds; over the sweep's 33 sets
+    of starting weights the ratio is above 1000x for only 15: how general the lesson is, said
+    beside the citation, never its failure."""
     result = workshop("The layer-1 gradient is 3015x smaller than the output's (line 40).\n")
-    result.assert_outcomes(passed=len(CITED), failed=1)
+    result.assert_outcomes(passed=len(CITED) + 1)
     result.stdout.fnmatch_lines(
         [
-            "text/module2.md:1: quotes 3015 for 'S4 plain ratio, times smaller' as a fixed value, "
-            "but it is luck of the draw: it was * over the platforms and minibatch orders the "
-            "sweep ran (above 1000 in 33 of 33 minibatch orders; above 1000 in 15 of 33 starting "
-            "weights; *"
+            "*how the cited lessons hold over other seeds*",
+            "text/module2.md:1 'S4 plain ratio, times smaller' over other seeds: above 1000 in "
+            "33 of 33 minibatch orders; above 1000 in 15 of 33 starting weights; above 1000 in "
+            "12 of 12 platforms",
         ]
     )

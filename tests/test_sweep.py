@@ -65,13 +65,16 @@ def swept(tmp_path_factory):
 
 def test_a_sweep_says_its_progress_and_writes_a_fragment_per_job_and_the_tables(swept):
     folder, said = swept
-    assert "5 of 5 jobs to run, on 2 workers" in said
-    assert "[5/5] " in said and "done in " in said
+    assert "7 of 7 jobs to run, on 2 workers" in said
+    assert "[7/7] " in said and "done in " in said
     assert "left" in said  # an estimate of the time left, while jobs remain
     fragments = sorted(p.name for p in (folder / "snapshots/evidence/fragments").rglob("*.json.gz"))
     assert fragments == sorted(
         f"{v}.json.gz"
-        for v in ["workshop", "sampler-seed-1", "sampler-seed-2", "init-seed-1", "init-seed-2"]
+        for v in (
+            *("workshop", "mkl-auto", "native"),
+            *("sampler-seed-1", "sampler-seed-2", "init-seed-1", "init-seed-2"),
+        )
     )
     table = json.loads((folder / "snapshots/evidence/robustness.json").read_text())
     assert {a: len(v) for a, v in table["axes"].items()} == {"sampler": 3, "init": 3}
@@ -90,7 +93,7 @@ def test_a_second_sweep_computes_nothing_and_writes_the_same_bytes(swept):
     folder, _ = swept
     before = evidence_bytes(folder)
     said = sweep(folder, "--seeds", "2", *QUICK)
-    assert "all 5 fragments of the sweep are there: nothing to compute" in said
+    assert "all 7 fragments of the sweep are there: nothing to compute" in said
     assert evidence_bytes(folder) == before
 
 
@@ -122,9 +125,9 @@ def test_a_killed_sweep_resumes_computing_only_the_missing_fragments(swept, tmp_
     os.killpg(started.pid, signal.SIGKILL)  # the sweep, its cluster and its jobs
     started.wait()
     kept = len(list(fragments.rglob("*.json.gz")))
-    assert 2 <= kept < 5
+    assert 2 <= kept < 7
     said = sweep(resumed, "--seeds", "2", "--workers", "1", *QUICK)
-    assert f"{5 - kept} of 5 jobs to run ({kept} fragments already there)" in said
+    assert f"{7 - kept} of 7 jobs to run ({kept} fragments already there)" in said
     assert evidence_bytes(resumed) == evidence_bytes(folder)
 
 
@@ -153,7 +156,7 @@ def test_a_capped_platform_keeps_every_fragment_of_the_higher_capability(swept, 
     now = {p.name for p in (capped / "snapshots/evidence/fragments").iterdir()}
     assert best < now  # the scalar platform is added; the best one is still there
     platforms = json.loads((capped / "snapshots/evidence/fragility.json").read_text())["variants"]
-    assert any("-default-1t/workshop" in name for name in platforms)
+    assert any("-aten-default-mkl-compatible-onednn-avx2-1t/workshop" in n for n in platforms)
     assert (
         capped / "snapshots/evidence/fragments" / next(iter(best)) / "workshop.json.gz"
     ).exists()
@@ -218,13 +221,13 @@ def loopback_cluster(tmp_path):
 def test_a_sweep_on_a_loopback_cluster_counts_each_workers_platform(loopback_cluster, tmp_path):
     folder = project(tmp_path / "cluster")
     said = sweep(folder, "--scheduler", loopback_cluster, "--seeds", "1", *QUICK)
-    assert "4 of 4 jobs to run, on 2 workers" in said  # the workshop on each platform, 2 seeds
+    # On each of the two kinds of machine: the reference, MKL's own path, the native kernels;
+    # then 2 seeds.
+    assert "8 of 8 jobs to run, on 2 workers" in said
     platforms = {p.name for p in (folder / "snapshots/evidence/fragments").iterdir()}
-    assert len(platforms) == 2 and any("-default-1t" in p for p in platforms)
+    assert len(platforms) == 6 and any("-aten-default-mkl-compatible-" in p for p in platforms)
     table = json.loads((folder / "snapshots/evidence/fragility.json").read_text())
-    assert any("-default-1t/workshop" in v for v in table["variants"]) or table[
-        "reference"
-    ].endswith("/workshop")
+    assert any("-aten-default-mkl-compatible-" in v for v in table["variants"])
     report = (folder / "snapshots/evidence/fragility.md").read_text()
     assert all(p in report for p in platforms)
 

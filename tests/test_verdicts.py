@@ -1,24 +1,32 @@
-"""Comparing computed readings and tables with stored ones: by name, drift told from failure."""
+"""Verdicts by platform: exact on the reference and on held platforms, drift on a new one."""
 
 import math
 
 import numpy as np
 import pytest
 
-from bnvg.evidence.compare import compare_readings, compare_table
 from bnvg.evidence.fragility import EMPTY, from_document
-from bnvg.evidence.tables import ROUNDING, Table, Tolerance, history_table, slug
+from bnvg.evidence.tables import Table, history_table, slug
+from bnvg.evidence.verdicts import HELD, NEW, REFERENCE, Standing, compare_readings, compare_table
 from bnvg.log.readings import LOSS, PERCENT, RATIO, STEP, STEP_SPEC, Quantity, Reading
 
 LOSS_Q = Quantity("final train loss", LOSS, ".4f")
 TIMES = Quantity("times smaller", RATIO, ".0f")
+BN_LOSS = "S6 batch norm, final train loss"
+RATIO_NAME = "S4 plain ratio, times smaller"
+LINES = {"S6 batch norm": 66, "S4 plain ratio": 40}
+
+ON_REFERENCE = Standing(REFERENCE, "ref", "ref")
+ON_NEW = Standing(NEW, "laptop", "ref")
+STRICT_ON_NEW = Standing(NEW, "laptop", "ref", strict=True)
 
 
 def reading(value, quantity=LOSS_Q, key="S6 batch norm"):
     return Reading(key, quantity, value)
 
 
-def table(band=(0.0028, 0.0124), moved=True):
+def fragile_loss():
+    """The batch-norm net's final loss: printed 0.0053 by the published log, so fragile."""
     entry = {
         "line": 66,
         "kind": "loss",
@@ -26,83 +34,92 @@ def table(band=(0.0028, 0.0124), moved=True):
         "spec": ".4f",
         "position": 0,
         "reference": {"value": 0.0079, "printed": "0.0079"},
-        "platforms": {"published": {"value": 0.0053, "printed": "0.0053" if moved else "0.0079"}},
+        "platforms": {"published": {"value": 0.0053, "printed": "0.0053"}},
         "seeds": {},
         "bound": None,
-        "band": list(band),
+        "band": None,
     }
-    return from_document({"readings": {"S6 batch norm, final train loss": entry}})
+    return from_document({"readings": {BN_LOSS: entry}})
 
 
-LINES = {"S6 batch norm": 66, "S4 plain ratio": 40}
-
-
-def test_a_fragile_number_inside_its_band_that_prints_differently_is_drift():
+def test_on_the_reference_any_difference_fails_naming_the_reading_with_both_values():
     [d] = compare_readings(
-        [reading(0.00789)], {"S6 batch norm, final train loss": 0.0053}, LINES, table()
-    )
-    assert d.drift
-    assert d.describe() == (
-        "S6 batch norm, final train loss: snapshot 0.0053, here 0.0079 "
-        "(log line 66, fragile, band 0.0028 to 0.0124)"
-    )
-
-
-def test_strict_numbers_turns_drift_into_failure():
-    [d] = compare_readings(
-        [reading(0.00789)], {"S6 batch norm, final train loss": 0.0053}, LINES, table(), strict=True
+        [reading(0.00789)], {BN_LOSS: 0.0053}, LINES, fragile_loss(), ON_REFERENCE
     )
     assert not d.drift
+    assert d.describe() == f"{BN_LOSS}: snapshot 0.0053, here 0.0079 (log line 66, fragile)"
 
 
-def test_a_fragile_number_outside_its_band_fails():
-    [d] = compare_readings(
-        [reading(0.05)], {"S6 batch norm, final train loss": 0.0053}, LINES, table()
-    )
-    assert not d.drift
-
-
-def test_a_robust_number_that_moved_fails_naming_it_with_both_values():
-    here = reading(3015.3, TIMES, "S4 plain ratio")
-    [d] = compare_readings([here], {"S4 plain ratio, times smaller": 3016.2}, LINES, EMPTY)
-    assert not d.drift
-    assert (
-        d.describe()
-        == "S4 plain ratio, times smaller: snapshot 3016, here 3015 (log line 40, robust)"
-    )
-
-
-def test_rounding_below_the_printed_precision_is_no_difference_unless_strict():
+def test_on_the_reference_a_move_below_the_printed_precision_fails_too():
     here = reading(3015.3044087271446, TIMES, "S4 plain ratio")
-    stored = {"S4 plain ratio, times smaller": 3015.3044087271446 * (1 + 2e-7)}
-    assert compare_readings([here], stored, LINES, EMPTY) == []
-    [d] = compare_readings([here], stored, LINES, EMPTY, strict=True)
-    assert "(both print 3015)" in d.describe()
+    stored = {RATIO_NAME: 3015.3044087271446 * (1 + 2e-7)}
+    [d] = compare_readings([here], stored, LINES, EMPTY, ON_REFERENCE)
+    assert not d.drift and "(both print 3015)" in d.describe()
 
 
-def test_a_full_precision_move_beyond_rounding_fails_even_when_it_prints_the_same():
-    here = reading(3015.30, TIMES, "S4 plain ratio")
-    [d] = compare_readings([here], {"S4 plain ratio, times smaller": 3015.40}, LINES, EMPTY)
+def test_on_a_new_platform_a_fragile_reading_that_moved_is_drift():
+    [d] = compare_readings([reading(0.00789)], {BN_LOSS: 0.0053}, LINES, fragile_loss(), ON_NEW)
+    assert d.drift
+
+
+def test_on_a_new_platform_a_robust_reading_printed_differently_fails():
+    here = reading(3015.3, TIMES, "S4 plain ratio")
+    [d] = compare_readings([here], {RATIO_NAME: 3016.2}, LINES, EMPTY, ON_NEW)
     assert not d.drift
+    assert d.describe() == f"{RATIO_NAME}: snapshot 3016, here 3015 (log line 40, robust)"
+
+
+def test_on_a_new_platform_a_move_below_the_printed_precision_is_nothing_to_report():
+    here = reading(3015.30, TIMES, "S4 plain ratio")
+    assert compare_readings([here], {RATIO_NAME: 3015.40}, LINES, EMPTY, ON_NEW) == []
+
+
+def test_strict_numbers_fails_any_difference_on_any_platform():
+    [d] = compare_readings(
+        [reading(0.00789)], {BN_LOSS: 0.0053}, LINES, fragile_loss(), STRICT_ON_NEW
+    )
+    assert not d.drift
+
+
+def test_a_held_platform_is_compared_exactly_with_its_own_evidence_not_the_snapshot():
+    held = Standing(HELD, "scalar", "ref", readings={BN_LOSS: 0.0081})
+    snapshot = {BN_LOSS: 0.0079}
+    assert compare_readings([reading(0.0081)], snapshot, LINES, fragile_loss(), held) == []
+    [d] = compare_readings([reading(0.0082)], snapshot, LINES, fragile_loss(), held)
+    assert not d.drift
+    assert "this platform's evidence 0.0081, here 0.0082" in d.describe()
+
+
+def test_a_reading_the_held_platforms_evidence_lacks_is_judged_as_on_a_new_platform():
+    held = Standing(HELD, "scalar", "ref", readings={})
+    [d] = compare_readings([reading(0.00789)], {BN_LOSS: 0.0053}, LINES, fragile_loss(), held)
+    assert d.drift
 
 
 def test_never_equals_never():
     first = Quantity("first step at the target", STEP, STEP_SPEC)
-    assert (
-        compare_readings(
-            [reading(None, first)],
-            {"S6 batch norm, first step at the target": math.nan},
-            LINES,
-            EMPTY,
-        )
-        == []
+    never = [reading(None, first)]
+    stored = {"S6 batch norm, first step at the target": math.nan}
+    assert compare_readings(never, stored, LINES, EMPTY, ON_REFERENCE) == []
+
+
+def test_a_percent_reading_compares_in_percent():
+    acc = Quantity("test accuracy", PERCENT, ".1f")
+    [d] = compare_readings(
+        [reading(69.5, acc, "S4 plain ratio")],
+        {"S4 plain ratio, test accuracy": 71.5},
+        LINES,
+        EMPTY,
+        ON_REFERENCE,
     )
+    assert "snapshot 71.5, here 69.5" in d.describe()
 
 
-def test_a_history_point_that_moved_names_the_run_the_step_and_the_quantity():
+def batch_norm_history():
     from bnvg.experiment.train import History
 
     here = history_table("batch norm", History((1, 50, 100), (0.7, 0.4, 0.27), (0.5, 0.9, 0.94)))
+    mine = Table(here.name, here.title, "step", ("1", "50", "100"), here.columns)
     stored = Table(
         here.name,
         here.title,
@@ -113,30 +130,54 @@ def test_a_history_point_that_moved_names_the_run_the_step_and_the_quantity():
             "test accuracy %": here.columns["test accuracy %"],
         },
     )
-    mine = Table(here.name, here.title, "step", ("1", "50", "100"), here.columns)
-    [d] = compare_table(mine, stored, EMPTY)
-    assert d.describe() == (
-        "run 'batch norm', step 50, train loss: snapshot 0.41, here 0.4 (tolerance 1e-06 relative)"
+    return mine, stored
+
+
+def test_a_history_point_that_moved_fails_on_the_reference_naming_run_step_and_quantity():
+    mine, stored = batch_norm_history()
+    verdict = compare_table(mine, stored, ON_REFERENCE)
+    assert verdict.failed
+    [d] = verdict.points
+    assert d.describe() == "run 'batch norm', step 50, train loss: snapshot 0.41, here 0.4"
+
+
+def test_a_history_that_moved_on_a_new_platform_is_drift_summarised_in_one_line():
+    mine, stored = batch_norm_history()
+    verdict = compare_table(mine, stored, ON_NEW)
+    assert not verdict.failed and verdict.drift
+    assert verdict.summary() == (
+        "run 'batch norm': 1 of 6 points moved, the first at step 50, train loss: "
+        "snapshot 0.41, here 0.4"
     )
+
+
+def test_a_held_platforms_history_is_its_own():
+    mine, stored = batch_norm_history()
+    own = {name: list(values) for name, values in mine.columns.items()}
+    held = Standing(HELD, "scalar", "ref", tables={mine.name: own})
+    assert compare_table(mine, stored, held).points == []
+    moved = {**own, "train loss": [0.7, 0.4, 0.28]}
+    verdict = compare_table(
+        mine, stored, Standing(HELD, "scalar", "ref", tables={mine.name: moved})
+    )
+    assert verdict.failed
+    assert "this platform's evidence 0.28, here 0.27" in verdict.points[0].describe()
+
+
+def test_a_table_with_other_rows_fails_on_every_platform():
+    mine, stored = batch_norm_history()
     other_rows = Table(
-        here.name, here.title, "step", ("1", "50"), {k: v[:2] for k, v in stored.columns.items()}
+        mine.name, mine.title, "step", ("1", "50"), {k: v[:2] for k, v in stored.columns.items()}
     )
-    assert "the snapshot has 2 rows (step 1 to 50), here 3 (1 to 100)" in compare_table(
-        mine, other_rows, EMPTY
-    )
+    for standing in (ON_REFERENCE, ON_NEW):
+        verdict = compare_table(mine, other_rows, standing)
+        assert verdict.failed
+        assert "the snapshot has 2 rows (step 1 to 50), here 3 (1 to 100)" in verdict.shape
 
 
-def test_a_table_point_may_move_as_far_as_the_sweep_saw_there_and_never_less_than_rounding():
-    fragility = from_document(
-        {"readings": {}, "tables": {"runs/plain": {"train loss": {"1": 0.01}}}}
-    )
-    assert fragility.tolerances("runs/plain", "train loss", 2) == [
-        ROUNDING,
-        Tolerance(atol=0.01, rtol=1e-6),
-    ]
-    assert fragility.tolerances("runs/plain", "test accuracy %", 2) == [ROUNDING, ROUNDING]
-    assert Tolerance(atol=0.01).admits(0.705, 0.7) and not Tolerance(atol=0.001).admits(0.705, 0.7)
-    assert Tolerance().admits(math.nan, math.nan) and not Tolerance(atol=1).admits(math.nan, 0.0)
+def test_an_unknown_standing_is_refused_naming_the_valid_ones():
+    with pytest.raises(ValueError, match="unknown standing 'laptop': one of reference, held, new"):
+        Standing("laptop", "x", "y")
 
 
 @pytest.mark.parametrize(
@@ -149,14 +190,3 @@ def test_a_table_point_may_move_as_far_as_the_sweep_saw_there_and_never_less_tha
 )
 def test_file_names_are_slugs_of_what_they_store(name, slugged):
     assert slug(name) == slugged
-
-
-def test_a_percent_reading_compares_in_percent():
-    acc = Quantity("test accuracy", PERCENT, ".1f")
-    [d] = compare_readings(
-        [reading(69.5, acc, "S4 plain ratio")],
-        {"S4 plain ratio, test accuracy": 71.5},
-        LINES,
-        EMPTY,
-    )
-    assert "snapshot 71.5, here 69.5" in d.describe()

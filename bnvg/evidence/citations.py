@@ -37,7 +37,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bnvg.evidence.fragility import Fragility, ReadingEvidence
+from bnvg.evidence.fragility import PUBLISHED, Fragility, ReadingEvidence
 from bnvg.log.readings import Reading
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
@@ -232,14 +232,20 @@ def _luck(reading: Reading, quoted: str, evidence: ReadingEvidence) -> str:
     )
 
 
-def _printed_by(evidence: ReadingEvidence, quoted: str) -> list[str]:
-    """The platforms (by the sweep's names) whose value of a reading reads as `quoted`."""
-    return [
+def _printed_by(evidence: ReadingEvidence, quoted: str) -> str:
+    """Which platforms' value of a reading reads as `quoted`: "the published log and 2
+    platforms of the sweep" (empty if none)."""
+    names = [
         name
         for name, seen in evidence.platforms.items()
         if seen.value is not None
         and (rounds_to(quoted, float(seen.value)) or rounds_to(quoted, float(seen.printed)))
     ]
+    said = ["the published log"] if PUBLISHED in names else []
+    swept = len([n for n in names if n != PUBLISHED])
+    if swept:
+        said.append(f"{swept} platform{'s' if swept > 1 else ''} of the sweep")
+    return " and ".join(said)
 
 
 def _over_seeds(reading: Reading, evidence: ReadingEvidence | None) -> str | None:
@@ -290,13 +296,13 @@ def check(
             verdict.problems.append(f"quotes {quoted}, which no cited line says: {shown}")
             continue
         evidence = fragility.reading(nearest.name)
-        printed_by = [] if evidence is None else _printed_by(evidence, quoted)
+        printed_by = "" if evidence is None else _printed_by(evidence, quoted)
         if evidence is not None and evidence.unstable_over_platforms:
             verdict.problems.append(_luck(nearest, quoted, evidence))
         elif evidence is not None and evidence.moved_in_print and printed_by:
             verdict.drift.append(
                 f"quotes {quoted} for {nearest.name!r}: here {nearest.printed}; fragile, "
-                f"printed {quoted} by {', '.join(printed_by)} (platform-dependent)"
+                f"printed {quoted} by {printed_by} (platform-dependent)"
             )
         else:
             kind = "robust" if evidence is None or not evidence.moved_in_print else "fragile"

@@ -15,11 +15,12 @@ use in a process:
   (`NPY_DISABLE_CPU_FEATURES` turns its AVX-512 paths off).
 
 With ATen's AVX2 kernels, MKL's COMPATIBLE branch, oneDNN capped at AVX2, numpy without its
-AVX-512 paths, and one intra-op thread, an Intel Xeon and an AMD EPYC compute the workshop's numbers bit for bit alike: those
-are the reference kernels, what the committed numbers were computed with, and what every
-process of bnvg that computes uses unless told otherwise. A variable the user set wins, and
-is recorded as the user's. `apply(native=True)` (`--native-kernels`) leaves the machine its
-own choice, as a reader running the workshop script would.
+AVX-512 paths, and one intra-op thread, an Intel Xeon and an AMD EPYC compute the workshop's
+numbers bit for bit alike: those are the reference kernels, what the committed numbers were
+computed with, and what every process of bnvg that computes uses unless told otherwise. A
+variable the user set wins, and is recorded as the user's. `apply(native=True)`
+(`--native-kernels`) leaves the machine its own choice, as a reader running the workshop
+script would.
 
 The variables are read when torch (and MKL, oneDNN) and numpy initialise, so `apply` must run
 before they are imported: the pytest plugin applies the reference as it is imported, before
@@ -101,10 +102,11 @@ def apply(native: bool = False, environ: MutableMapping[str, str] | None = None)
     cap stays: see the module's docstring). Returns, per variable, who decided it: "user",
     "reference" or "machine"."""
     env = os.environ if environ is None else environ
-    # What a parent bnvg process set is no user's choice: decide it again here.
+    # What a parent bnvg process set is no user's choice: decide it again here. A value
+    # changed since (a caller's `env=`) is someone's choice, and stays.
     for name in env.get(SET_BY_BNVG, "").split(","):
-        if name in REFERENCE:
-            env.pop(name, None)
+        if name in REFERENCE and env.get(name) == REFERENCE[name]:
+            env.pop(name)
     env.pop(SET_BY_BNVG, None)
     origins: dict[str, str] = {}
     ours: list[str] = []
@@ -130,7 +132,11 @@ def set_by_user(environ: Mapping[str, str] | None = None) -> list[str]:
     """The kernel variables of `environ` that the user set (after `apply`)."""
     env = os.environ if environ is None else environ
     ours = set(env.get(SET_BY_BNVG, "").split(","))
-    return [name for name in REFERENCE if name in env and name not in ours]
+    return [
+        name
+        for name in REFERENCE
+        if name in env and not (name in ours and env[name] == REFERENCE[name])
+    ]
 
 
 def reference_line() -> str:

@@ -1,11 +1,11 @@
 """The platform that computed a set of numbers, and the part of it that moves the floats.
 
 A platform is what decides the bits of a result besides the code and the seeds: the torch
-build, the vector kernels ATen dispatches to, MKL's code path, oneDNN's cap, the thread count,
-the architecture and the numpy that draws the data (its version and vector width). Under
-MKL's own choice (anything but its COMPATIBLE branch) the CPU's vendor and model decide too, since MKL picks its path by them;
-under the reference kernels (`bnvg.experiment.kernels`) they do not, and an Intel and an AMD
-machine are one platform.
+build, the vector kernels ATen dispatches to, MKL's code path, oneDNN's cap, the thread
+count, the architecture and the numpy that draws the data (its version and vector width).
+Under MKL's own choice (anything but its COMPATIBLE branch) the CPU's vendor and model
+decide too, since MKL picks its path by them; under the reference kernels
+(`bnvg.experiment.kernels`) they do not, and an Intel and an AMD machine are one platform.
 
 `current()` records everything, for people; `identity()` keeps what moves the floats, and
 `platform_id()` names it, for the evidence: two runs with the same identity compute the same
@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import platform
 from collections.abc import Mapping
-from importlib import metadata
+from importlib import import_module, metadata
 
 from bnvg.experiment import kernels
 
@@ -46,9 +46,9 @@ def current(threads: int | None = None) -> dict[str, str]:
 def numpy_simd() -> str:
     """The widest vectors numpy dispatches its functions to in this process: "AVX512" or
     "AVX2" (or the widest it has), after NPY_DISABLE_CPU_FEATURES."""
-    from numpy._core._multiarray_umath import __cpu_features__
-
-    enabled = [name for name, on in __cpu_features__.items() if on]
+    # numpy's own record of the CPU features it dispatches to (what `np.show_runtime()` shows)
+    features: dict[str, bool] = import_module("numpy._core._multiarray_umath").__cpu_features__
+    enabled = [name for name, on in features.items() if on]
     for family in ("AVX512", "AVX2", "AVX", "SSE", "ASIMD", "NEON"):
         if any(name.startswith(family) for name in enabled):
             return family

@@ -30,6 +30,7 @@ from filelock import Timeout
 
 from bnvg.experiment.config import WORKSHOP, Workshop
 from bnvg.experiment.data import two_moons
+from bnvg.experiment.platform import numpy_simd
 from bnvg.experiment.runs import (
     RUNS,
     RunSpec,
@@ -49,6 +50,7 @@ def run_platform() -> dict[str, str]:
         **platform_without_torch(torch.get_num_threads()),
         "torch": str(torch.__version__),
         "cpu capability": torch.backends.cpu.get_cpu_capability(),
+        "numpy simd": numpy_simd(),
     }
 
 

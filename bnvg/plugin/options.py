@@ -13,6 +13,7 @@ sweep starts inherit the settings through the environment.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -191,14 +192,14 @@ def pytest_configure(config: pytest.Config) -> None:
             )
     # Before anything imports torch: ATen, MKL and oneDNN read their variables as they start.
     native = bool(config.getoption("bnvg_native_kernels"))
-    torch_was_loaded = "torch" in sys.modules
+    before = {name: os.environ.get(name) for name in kernels.REFERENCE}
     origins = kernels.apply(native=native)
-    if torch_was_loaded and any(who == kernels.REFERENCE_DEFAULT for who in origins.values()):
+    changed = [name for name, value in before.items() if os.environ.get(name) != value]
+    if "torch" in sys.modules and changed:
         config.issue_config_time_warning(
             pytest.PytestConfigWarning(
-                "torch was imported before bnvg could set the reference kernels "
-                f"({', '.join(kernels.REFERENCE)}): set them in the environment yourself, "
-                "or the numbers may be this machine's own"
+                f"torch was imported before bnvg could set {', '.join(changed)}: set them in "
+                "the environment yourself, or the numbers may be this machine's own"
             ),
             stacklevel=2,
         )

@@ -102,8 +102,11 @@ def plan(
             workers = tuple(avx512) if v is ATEN_AVX512 else None
             wanted.append((Job(v, workers), platform_id(predicted_platform(v, any_machine))))
     if not here_only:
-        reference = platform_id(predicted_platform(WORKSHOP, machines[sorted(machines)[0]]))
-        wanted += [(Job(v, None), reference) for v in seed_variants(seeds)]
+        # Seeds on one kind of machine (the first, in a fixed order), so that where their
+        # fragments land is known before they run.
+        first = next(iter(sorted(by_cpu.items())))[1]
+        reference = platform_id(predicted_platform(WORKSHOP, machines[first[0]]))
+        wanted += [(Job(v, tuple(first)), reference) for v in seed_variants(seeds)]
     todo = [job for job, pid in wanted if not store.has(pid, job.variant.name)]
     return todo, len(wanted)
 
