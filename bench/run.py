@@ -3,7 +3,8 @@
     .venv/bin/python bench/run.py [--script ../shared/seed/experiment.py] [--rounds 3]
 
 Each round runs, one after the other,
-  the workshop script (a copy made in a scratch folder, one thread, as reference-log runs it),
+  the workshop script (a copy made in a scratch folder, one thread, under the reference
+  kernels, as reference-log runs it),
   `pytest claims/`                cold (no pytest cache: every run trained, every figure drawn)
                                   and warm (reusing the runs and drawings a first run kept),
   `pytest claims/ -k eval_bug`    cold and warm (one claim's worth),
@@ -35,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bnvg.experiment import kernels
 from bnvg.runner import environment, run_claims
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,11 +81,15 @@ def commands(script: Path, scratch: Path) -> dict[str, Callable[[], None]]:
     (text / "module2.md").write_text(WORKSHOP_TEXT)
     cache = scratch / "cache"
 
+    # The script computes what the claims compute: under the reference kernels, one thread.
+    script_env = environment({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+    kernels.apply(environ=script_env)
+
     def the_script() -> None:
         subprocess.run(
             [sys.executable, "experiment.py"],
             cwd=workshop,
-            env=environment({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}),
+            env=script_env,
             check=True,
             stdout=subprocess.DEVNULL,
         )

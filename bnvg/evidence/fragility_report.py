@@ -12,12 +12,16 @@ from collections.abc import Mapping
 from bnvg.evidence.fragility import PUBLISHED, Fragility, ReadingEvidence
 
 LEGEND = """\
-- **robust**: printed the same on every platform (every CPU capability here, one and two
-  threads, and the published log). A change is a failure.
-- **fragile**: printed differently on some platform. A value inside its band (the range seen,
-  widened by half its width on each side, clipped to its kind's domain) is drift, not failure.
-- **unstable**: its claim's bound holds on some platforms or minibatch orders and not on
-  others. It is luck of the draw: quote how often it holds, not a value.
+- **robust**: printed the same on every platform below, the published log included. On a
+  platform new to the evidence, a robust reading printed differently fails.
+- **fragile**: printed differently on some platform. On a new platform its moving is drift,
+  reported, not failed. Its band (the range seen, widened by half its width on each side,
+  clipped to its kind's domain) is shown for people; no verdict reads it.
+- **unstable**: its claim's bound holds on some platforms or seeds and not on others. It is
+  luck of the draw: quote how often it holds, not a value.
+
+A platform the evidence holds (the reference, or any platform below) is compared exactly
+with its own numbers (`bnvg/evidence/verdicts.py`).
 """
 
 

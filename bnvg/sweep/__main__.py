@@ -52,8 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--here",
         action="store_true",
-        help="only this machine's own platform (the workshop under --native-kernels), to add "
-        "it to the evidence; then merge",
+        help="only this machine's own platforms (the workshop under the reference kernels, "
+        "with the kernel variables you set, and under --native-kernels), to add them to the "
+        "evidence; then merge",
     )
     parser.add_argument(
         "--select",

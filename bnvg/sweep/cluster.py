@@ -84,8 +84,9 @@ def plan(
     kernels: bool = True,
     here_only: bool = False,
 ) -> tuple[list[Job], int]:
-    """(the jobs still to run, how many the whole sweep has). `here_only`: only each
-    machine's own native platform (`--here`)."""
+    """(the jobs still to run, how many the whole sweep has). `here_only` (`--here`): only
+    each machine's own platforms, the workshop under the reference kernels (with whatever
+    kernel variables the user set) and under its native kernels."""
     machines = worker_machines(client)
     by_cpu: dict[str, list[str]] = {}  # one kind of machine: its CPU, torch and numpy
     for address, m in sorted(machines.items()):
@@ -93,7 +94,7 @@ def plan(
     wanted: list[tuple[Job, str]] = []  # each job, and the platform its fragment lands in
     for addresses in by_cpu.values():
         machine = machines[addresses[0]]
-        for v in [NATIVE] if here_only else per_machine():
+        for v in [WORKSHOP, NATIVE] if here_only else per_machine():
             wanted.append((Job(v, tuple(addresses)), platform_id(predicted_platform(v, machine))))
     if kernels and not here_only:
         any_machine = machines[sorted(machines)[0]]

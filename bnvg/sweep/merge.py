@@ -23,6 +23,7 @@ from typing import Any
 
 from bnvg.evidence import fragility_report, robustness
 from bnvg.evidence.fragility import build_document, from_document
+from bnvg.experiment import platform
 from bnvg.experiment.platform import platform_id
 from bnvg.files import atomic_write
 from bnvg.log.layout import line_number, section_headings
@@ -85,7 +86,9 @@ def merge(fragments: list[Fragment], places: Places) -> Merged:
     seeds = {axis: _by_seed(fragments, axis, ref_platform) for axis in ("sampler", "init")}
     published = read_published(places.published_log) if places.published_log.exists() else None
     ref_name = f"{ref_platform}/workshop"
-    described = {name: f.variant.describe() for name, f in platforms.items()}
+    # A platform by what it computed on: its variant's name says what the sweep meant to vary,
+    # its recorded platform what it was (fragments older than the kernel settings say less).
+    described = {name: platform.describe(f.platform) for name, f in platforms.items()}
     described.update({n: f.variant.describe() for axis in seeds.values() for n, f in axis.items()})
     if published is not None:
         described["published"] = "the published log (torch 2.12.1)"
