@@ -11,9 +11,9 @@ from bnvg.log.readings import at_least, below, exactly
 @pytest.mark.log_lines("S1 samples")
 def test_two_moons_has_1000_points_500_per_class_with_noise_0_1(data, workshop, quoted):
     """Workshop: "samples: 1000 (500 per class), noise sigma = 0.1"."""
+    quoted.lines(fill.samples(data), holds={"points": exactly(1000)})
     assert np.bincount(data.y.astype(int)).tolist() == [500, 500]
     assert workshop.noise == 0.1
-    quoted.lines(fill.samples(data), holds={"points": exactly(1000)})
 
 
 @pytest.mark.log_lines("S1 split")
@@ -27,10 +27,10 @@ def test_800_points_train_and_200_never_trained_on_points_test(data, quoted):
 def test_input_features_have_std_0_890_and_0_511(data, quoted):
     """Workshop: "input feature std: x1 = 0.890, x2 = 0.511": the inputs are already of order 1."""
     x1, x2 = data.feature_std()
-    assert x2 < x1
     quoted.lines(
         fill.feature_std(x1, x2), holds={"std of x1": below(1.0), "std of x2": at_least(0.5)}
     )
+    assert x2 < x1
 
 
 @pytest.mark.log_lines("plot two_moons.png")

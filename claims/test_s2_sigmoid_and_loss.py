@@ -19,35 +19,35 @@ def test_sigmoid_slope_is_at_most_0_25_reached_at_z_0(quoted):
     a quarter of the gradient it receives."""
     curve = slope_curve()
     grid_step = 16 / 2000
+    quoted.lines(fill.max_slope(curve))
     assert curve.max_slope == pytest.approx(0.25, abs=1e-6)
     assert abs(curve.argmax_z) < grid_step
-    quoted.lines(fill.max_slope(curve))
 
 
 @pytest.mark.log_lines("S2 saturated slope")
 def test_sigmoid_slope_at_plus_minus_4_is_0_0177(quoted):
     """Workshop: "slope at z = +/-4 = 0.017663": saturated units pass back almost nothing."""
     slope = slope_at(SATURATION_Z)
+    quoted.lines(fill.saturated_slope(slope), holds={"slope": below(0.02)})
     assert round(slope, 4) == 0.0177
     assert slope_at(-SATURATION_Z) == pytest.approx(slope, rel=1e-5)  # symmetric, up to float32
-    quoted.lines(fill.saturated_slope(slope), holds={"slope": below(0.02)})
 
 
 @pytest.mark.log_lines("S2 BCE at p = 0.5")
 def test_bce_loss_at_p_one_half_is_ln_2(quoted):
     """Workshop: "BCE loss at p = 0.5 = 0.693147 (ln 2 = 0.693147)": the "learned nothing" score."""
     loss = bce_at_half()
-    assert loss == pytest.approx(math.log(2), rel=1e-15)
     quoted.lines(fill.bce_at_half(loss, math.log(2)))
+    assert loss == pytest.approx(math.log(2), rel=1e-15)
 
 
 @pytest.mark.log_lines(*AUTOGRAD_LINES)
 def test_autograd_gradient_of_bce_wrt_logit_is_p_minus_y(quoted):
     """Workshop: "autograd check at z = 2.0, y = 0: formula p - y = +0.880797, autograd dL/dz = +0.880797"."""
     g = bce_logit_gradient()
+    quoted.lines(fill.autograd_check(g))
     assert g.autograd == pytest.approx(g.formula, abs=1e-6)
     assert g.p == pytest.approx(1 / (1 + math.exp(-g.z)), abs=1e-6)
-    quoted.lines(fill.autograd_check(g))
 
 
 @pytest.mark.log_lines("plot sigmoid_and_deriv.png")

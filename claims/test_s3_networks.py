@@ -15,8 +15,8 @@ CHECKSUM_LINES = ["S3 checksum plain", "S3 checksum bn", "S3 identical weights"]
 def test_plain_net_has_77_parameters(fresh_network, quoted):
     """Workshop: "plain net parameters: 77": 2->4, three 4->4 hidden layers and 4->1, with biases."""
     n = parameter_count(fresh_network(NetSpec()))
-    assert n == (2 * 4 + 4) + 3 * (4 * 4 + 4) + (4 + 1)
     quoted.lines(fill.parameters(n), holds={"parameters": exactly(77)})
+    assert n == (2 * 4 + 4) + 3 * (4 * 4 + 4) + (4 + 1)
 
 
 @pytest.mark.log_lines(*CHECKSUM_LINES)
@@ -38,7 +38,7 @@ def test_default_init_keeps_layer_2_weights_below_one_half_with_std_0_31(
     PyTorch draws from U(-1/sqrt(fan_in), 1/sqrt(fan_in)) = U(-0.5, 0.5), a sub-unity scale."""
     w = fresh_network(NetSpec()).hidden[1].weight
     std, max_abs = w.std().item(), w.abs().max().item()
-    assert 0.2 < std < 0.4
     quoted.lines(
         fill.weight_stats(std, max_abs), holds={"max |w|": at_most(1 / workshop.width**0.5)}
     )
+    assert 0.2 < std < 0.4

@@ -28,19 +28,19 @@ def test_plain_net_weight_gradients_grow_toward_the_output(at_init, quoted):
     unit is saturated: the shrinkage is the sigmoid's slope (< 0.25), not saturation."""
     m = at_init["plain"]
     grads = [r.w_grad for r in m.layers] + [m.out_grad]
-    assert grads == sorted(grads)
     quoted.lines(
         fill.at_init_table("plain", m),
         holds={"mean slope": at_most(0.25), "% slope < .05": exactly(0.0)},
     )
+    assert grads == sorted(grads)
 
 
 @pytest.mark.log_lines(*table_keys("batch"))
 def test_batch_norm_net_weight_gradients_stay_within_one_order_of_magnitude(at_init, quoted):
     """The BATCHNORM table: every layer's ||dL/dW|| is within 10x of the output layer's."""
     m = at_init["batch"]
-    assert all(r.w_grad > m.out_grad / 10 for r in m.layers)
     quoted.lines(fill.at_init_table("batch", m))
+    assert all(r.w_grad > m.out_grad / 10 for r in m.layers)
 
 
 def test_batch_norm_keeps_std_of_z_at_1(at_init):
@@ -63,24 +63,24 @@ def test_plain_net_first_layer_gradient_is_3000x_smaller_than_output(at_init, qu
 def test_batch_norm_first_layer_gradient_is_only_4x_smaller_than_output(at_init, quoted):
     """Workshop: "gradient ratio, layer 1 vs output: 2.29e-01 (4x smaller)"."""
     m = at_init["batch"]
-    assert round(m.times_smaller) == 4
     quoted.lines(fill.at_init_ratio("batch", m))
+    assert round(m.times_smaller) == 4
 
 
 @pytest.mark.log_lines("S4 plain shrink")
 def test_plain_backward_signal_shrinks_about_10x_per_layer(at_init, quoted):
     """Workshop: "backward shrink factor per layer: 0.096, 0.104, 0.120": ~0.1 per layer."""
     m = at_init["plain"]
-    assert [round(f, 1) for f in m.shrink_factors] == [0.1] * (DEPTH - 1)
     quoted.lines(fill.at_init_shrink("plain", m))
+    assert [round(f, 1) for f in m.shrink_factors] == [0.1] * (DEPTH - 1)
 
 
 @pytest.mark.log_lines("S4 batch shrink")
 def test_batch_norm_backward_signal_keeps_most_of_its_size_per_layer(at_init, quoted):
     """Workshop: "backward shrink factor per layer: 0.816, 0.703, 0.972": far from 0.1."""
     m = at_init["batch"]
-    assert all(f > 0.5 for f in m.shrink_factors)
     quoted.lines(fill.at_init_shrink("batch", m))
+    assert all(f > 0.5 for f in m.shrink_factors)
 
 
 PLOTTED = {

@@ -20,9 +20,9 @@ SHALLOW, DEEP = DECAY_DEPTHS
 def test_factor_per_layer_compounds_over_4_and_10_layers(factor, quoted):
     """Workshop: "factor 0.25: after 4 layers -> 3.91e-03, after 10 layers -> 9.54e-07"."""
     after_shallow, after_deep = remaining(factor, SHALLOW), remaining(factor, DEEP)
+    quoted.lines(fill.decay(factor, after_shallow, after_deep))
     assert after_deep == pytest.approx(after_shallow * factor ** (DEEP - SHALLOW))
     assert after_deep < after_shallow < factor
-    quoted.lines(fill.decay(factor, after_shallow, after_deep))
 
 
 def test_a_quarter_per_layer_leaves_under_one_millionth_after_10_layers():

@@ -223,6 +223,9 @@ def test_a_narrowed_selection_runs_in_one_process_and_a_full_one_on_workers(suit
         (["--workshop", "no/such/folder"], "--workshop no/such/folder: no such folder"),
         (["--force-regen"], "--force-regen would update the stored numbers but not the text"),
         (["--regen-all"], "use `pytest claims/ --snapshot-update`, which updates both"),
+        (["--results-log", "/proc/x/results.log"], "--results-log: cannot write into /proc/x"),
+        (["--diagrams", "/proc/x"], "--diagrams: cannot write into /proc/x"),
+        (["--record", "/proc/x/record.json"], "--record: cannot write into /proc/x"),
     ],
 )
 def test_a_bad_option_is_refused_with_what_is_wrong(suite, pytester, option, said):
@@ -230,3 +233,15 @@ def test_a_bad_option_is_refused_with_what_is_wrong(suite, pytester, option, sai
     result = pytester.runpytest(*option)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert said in result.stderr.str()
+
+
+def test_a_snapshot_update_under_another_seed_is_refused_in_a_checkout(suite, pytester):
+    """Another seed is another experiment: its numbers are the sweep's evidence, never the
+    workshop's snapshots (the sweep updates scratch copies, which are no checkout)."""
+    suite(("split", ["S1 split"]))
+    (pytester.path / ".git").mkdir()
+    result = pytester.runpytest("--snapshot-update", "--init-seed", "3")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--snapshot-update with --init-seed would store another experiment's numbers" in (
+        result.stderr.str()
+    )

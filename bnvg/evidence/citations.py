@@ -37,7 +37,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bnvg.evidence.fragility import PUBLISHED, Fragility, ReadingEvidence
+from bnvg.evidence.fragility import Fragility, ReadingEvidence, Seen
 from bnvg.log.readings import Reading
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
@@ -174,17 +174,20 @@ def _names_say(names: Sequence[str], quoted: str) -> bool:
     return False
 
 
-def _evidence_says(evidence: ReadingEvidence | None, quoted: str) -> bool:
-    """An unstable reading's evidence says its bound and how often it holds ("at least 90%
-    in 3 of 8 minibatch orders")."""
+K_OF_N = re.compile(r"\b(\d+)\s+of\s+(?:the\s+)?(\d+)\b")
+
+
+def _evidence_says(evidence: ReadingEvidence | None, quoted: str, sentence: str) -> bool:
+    """An unstable reading's evidence says its bound, and how often it holds as a pair "k of
+    N" that one of its counts is ("at least 90% in 16 of 33 minibatch orders"): a lone 16, or
+    a 16 of 40, is no count of it."""
     if evidence is None or evidence.bound is None or not evidence.unstable:
         return False
-    numbers = [evidence.bound.threshold]
-    for group in ("sampler", "init", "seeds", "platforms"):
-        counts = evidence.holds_in(group)
-        if counts:
-            numbers += list(counts)
-    return any(rounds_to(quoted, float(n)) for n in numbers)
+    if rounds_to(quoted, float(evidence.bound.threshold)):
+        return True
+    counts = {evidence.holds_in(g) for g in ("sampler", "init", "seeds", "platforms")}
+    pairs = {(int(k), int(n)) for k, n in K_OF_N.findall(sentence)}
+    return any(quoted in (str(k), str(n)) for k, n in pairs & counts)
 
 
 @dataclass(frozen=True)
@@ -233,19 +236,20 @@ def _luck(reading: Reading, quoted: str, evidence: ReadingEvidence) -> str:
 
 
 def _printed_by(evidence: ReadingEvidence, quoted: str) -> str:
-    """Which platforms' value of a reading reads as `quoted`: "the published log and 2
-    platforms of the sweep" (empty if none)."""
-    names = [
-        name
-        for name, seen in evidence.platforms.items()
-        if seen.value is not None
-        and (rounds_to(quoted, float(seen.value)) or rounds_to(quoted, float(seen.printed)))
-    ]
-    said = ["the published log"] if PUBLISHED in names else []
-    swept = len([n for n in names if n != PUBLISHED])
-    if swept:
-        said.append(f"{swept} platform{'s' if swept > 1 else ''} of the sweep")
-    return " and ".join(said)
+    """Which platforms' value of a reading reads as `quoted`: "2 platforms of the sweep"
+    ("and the published log" beside, where it printed it too); empty if no platform did.
+    The published log alone is no platform: what it says, no torch here computed."""
+
+    def reads_as(seen: Seen) -> bool:
+        numbers = [float(seen.printed)] + ([] if seen.value is None else [float(seen.value)])
+        return any(rounds_to(quoted, v) for v in numbers)
+
+    swept = sum(1 for seen in evidence.platforms.values() if reads_as(seen))
+    if not swept:
+        return ""
+    said = f"{swept} platform{'s' if swept > 1 else ''} of the sweep"
+    published = evidence.published
+    return said + (" and the published log" if published and reads_as(published) else "")
 
 
 def _over_seeds(reading: Reading, evidence: ReadingEvidence | None) -> str | None:
@@ -287,7 +291,10 @@ def check(
         if (
             any(says(r, quoted) for r in heard)
             or _names_say(names, quoted)
-            or any(_evidence_says(fragility.reading(r.name), quoted) for r in readings)
+            or any(
+                _evidence_says(fragility.reading(r.name), quoted, citation.sentence)
+                for r in readings
+            )
         ):
             continue
         nearest = _nearest(readings, quoted)

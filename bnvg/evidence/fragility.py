@@ -38,11 +38,14 @@ PUBLISHED = "published"
 
 @dataclass(frozen=True)
 class Seen:
-    """One variant's value of a reading: at full precision (the published log has only its
-    print), and as printed."""
+    """One run's value of a reading: at full precision (the published log has only its
+    print), as printed, and whether the claim's bound held in that run, judged there with
+    that run's own numbers (a bound like "5x the plain net's ratio" moves with the seed)."""
 
     value: Value
     printed: str
+    holds: bool | None = None  # None: no bound (or the published log, which states none)
+    axis: str = "platform"  # "platform", "sampler" or "init": what this run varied
 
     def as_float(self) -> float:
         return math.nan if self.value is None else float(self.value)
@@ -59,12 +62,13 @@ class ReadingEvidence:
     spec: str  # how the log prints it (see `bnvg.log.readings.Quantity`)
     position: int  # its place among its line's readings
     reference: Seen
-    platforms: Mapping[str, Seen]  # the other rounding variants, and the published log
-    seeds: Mapping[str, Seen]  # other minibatch orders on the reference platform
+    platforms: Mapping[str, Seen]  # the workshop (seed 0) on the other platforms
+    seeds: Mapping[str, Seen]  # other minibatch orders and starting weights
     bound: Bound | None = None
     sometimes: bool = False
     band: tuple[float, float] | None = None
     reference_platform: str = ""  # the id of the platform `reference` was computed on
+    published: Seen | None = None  # the published log: an observation, shown beside, never counted
 
     @property
     def moved_in_print(self) -> bool:
@@ -72,19 +76,14 @@ class ReadingEvidence:
 
     @property
     def unstable(self) -> bool:
-        if self.bound is None:
-            return False
-        verdicts = {self.bound.holds(s.value) for s in self._all()}
-        return len(verdicts) > 1
+        return len({s.holds for s in self._all() if s.holds is not None}) > 1
 
     @property
     def unstable_over_platforms(self) -> bool:
         """Whether its bound holds on some platforms and not on others, at the workshop's
-        own seeds (the published log is one of them)."""
-        if self.bound is None:
-            return False
-        verdicts = {self.bound.holds(s.value) for s in [self.reference, *self.platforms.values()]}
-        return len(verdicts) > 1
+        own seeds."""
+        seen = [self.reference, *self.platforms.values()]
+        return len({s.holds for s in seen if s.holds is not None}) > 1
 
     def on_platform(self, platform: str) -> Seen | None:
         """Its value on the platform with that id, at the workshop's seeds, if the sweep has
@@ -105,26 +104,20 @@ class ReadingEvidence:
     def _all(self) -> list[Seen]:
         return [self.reference, *self.platforms.values(), *self.seeds.values()]
 
-    def in_band(self, value: Value) -> bool:
-        if self.band is None:
-            return False
-        if value is None:  # "never": in the band only if some platform never got there either
-            return any(s.value is None for s in self.platforms.values())
-        return self.band[0] <= float(value) <= self.band[1]
-
     def holds_in(self, group: str) -> tuple[int, int] | None:
-        """(k, n): how many of the `group` variants, the reference included, satisfy the
-        claim's bound; None without a bound. `group`: "platforms", "seeds" (both axes),
-        "sampler" or "init" (one axis)."""
+        """(k, n): in how many runs of `group`, the reference (seed 0) included, the claim's
+        bound held, each run judged by its own numbers; None without a bound. `group`:
+        "platforms", "seeds" (both seed axes), or one axis, "sampler" or "init"."""
         if self.bound is None:
             return None
         if group == "platforms":
             others = list(self.platforms.values())
+        elif group == "seeds":
+            others = list(self.seeds.values())
         else:
-            prefix = "" if group == "seeds" else f"{group}-"
-            others = [s for name, s in self.seeds.items() if name.startswith(prefix)]
-        seen = [self.reference, *others]
-        return sum(self.bound.holds(s.value) for s in seen), len(seen)
+            others = [s for s in self.seeds.values() if s.axis == group]
+        seen = [s for s in (self.reference, *others) if s.holds is not None]
+        return sum(bool(s.holds) for s in seen), len(seen)
 
     def over_seeds(self) -> tuple[float, float, float] | None:
         """(min, median, max) over the seeds, the reference included."""
@@ -162,11 +155,17 @@ class Fragility:
     """The committed sweep table."""
 
     readings: Mapping[str, ReadingEvidence] = field(default_factory=dict)
-    variants: Mapping[str, str] = field(default_factory=dict)
+    variants: Mapping[str, str] = field(default_factory=dict)  # name -> what it is, for people
     reference: str = ""
+    axes: Mapping[str, str] = field(default_factory=dict)  # name -> "platform", "sampler", ...
 
     def reading(self, name: str) -> ReadingEvidence | None:
         return self.readings.get(name)
+
+    def on_axis(self, axis: str) -> list[str]:
+        """The variants of one axis ("platform", "sampler", "init" or "published"), the
+        reference not included."""
+        return [name for name in self.variants if self.axes.get(name) == axis]
 
 
 EMPTY = Fragility()
@@ -175,7 +174,7 @@ TABLE_MD = "fragility.md"
 
 
 def _seen(data: Mapping[str, Any]) -> Seen:
-    return Seen(data["value"], data["printed"])
+    return Seen(data["value"], data["printed"], data.get("holds"), data.get("axis", "platform"))
 
 
 def from_document(document: Mapping[str, Any]) -> Fragility:
@@ -197,8 +196,14 @@ def from_document(document: Mapping[str, Any]) -> Fragility:
             sometimes=bool(entry.get("sometimes", False)),
             band=None if band is None else (float(band[0]), float(band[1])),
             reference_platform=str(document.get("reference", "")).split("/")[0],
+            published=None if entry.get("published") is None else _seen(entry["published"]),
         )
-    return Fragility(readings, document.get("variants", {}), document.get("reference", ""))
+    return Fragility(
+        readings,
+        document.get("variants", {}),
+        document.get("reference", ""),
+        document.get("axes", {}),
+    )
 
 
 def load(path: Path) -> Fragility:
@@ -234,33 +239,47 @@ def _position(reading: Reading) -> int:
     return labels.index(reading.label) if reading.label in labels else len(labels)
 
 
-def _seen_of(reading: Reading) -> dict[str, Any]:
-    return {"value": reading.value, "printed": reading.printed}
+def _seen_of(reading: Reading, axis: str = "platform") -> dict[str, Any]:
+    """A run's value of a reading, with whether its own bound held in that run."""
+    holds = None if reading.bound is None else reading.bound.holds(reading.value)
+    return {"value": reading.value, "printed": reading.printed, "holds": holds, "axis": axis}
+
+
+NOT_COMPUTED = "not computed"
+
+
+def _not_computed(reference: Reading, axis: str) -> dict[str, Any]:
+    """A run whose claim failed before it could compute the reading (the ReLU net of starting
+    weights 27 is dead at init: its ratio divides by a zero gradient). It counts, as a run in
+    which the bound did not hold: k of N is over every run, its failures included."""
+    holds = None if reference.bound is None else False
+    return {"value": None, "printed": NOT_COMPUTED, "holds": holds, "axis": axis}
 
 
 def build_document(
     reference: tuple[str, Mapping[str, Reading]],
     rounding: Mapping[str, Mapping[str, Reading]],
-    seeds: Mapping[str, Mapping[str, Reading]],
+    seeds: Mapping[str, tuple[str, Mapping[str, Reading]]],
     published: Mapping[str, Reading] | None,
     line_of: Mapping[str, int],
     variants: Mapping[str, str] | None = None,
+    axes: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Merge the sweep's readings into the table's JSON document.
 
-    `reference` is (name, readings) of this machine's own variant; `rounding` and `seeds` map
-    the other variants' names to their readings by name; `line_of` gives each reading's log
-    line. Settings (chosen, not measured) and readings with no values elsewhere are kept too, so
-    every quoted number has a row.
+    `reference` is (name, readings) of the reference platform's workshop run; `rounding` maps
+    the other platforms' runs to their readings by name, and `seeds` the seed runs to (axis,
+    readings); `published` is the published log, kept beside as an observation (it widens
+    no band and counts in no verdict); `line_of` gives each reading's log line. Settings
+    (chosen, not measured) and readings with no values elsewhere are kept too, so every
+    quoted number has a row.
     """
     ref_name, ref_readings = reference
     entries: dict[str, Any] = {}
     for name, here in ref_readings.items():
         platforms = {v: readings[name] for v, readings in rounding.items() if name in readings}
-        if published is not None and name in published:
-            platforms[PUBLISHED] = published[name]
-        seen_seeds = {v: readings[name] for v, readings in seeds.items() if name in readings}
         band = band_of([here.value, *(r.value for r in platforms.values())], here.kind.name)
+        said = published.get(name) if published is not None else None
         entries[name] = {
             "line": line_of[here.key],
             "kind": here.kind.name,
@@ -269,14 +288,19 @@ def build_document(
             "position": _position(here),
             "reference": _seen_of(here),
             "platforms": {v: _seen_of(r) for v, r in platforms.items()},
-            "seeds": {v: _seen_of(r) for v, r in seen_seeds.items()},
+            "seeds": {
+                v: _seen_of(readings[name], axis) if name in readings else _not_computed(here, axis)
+                for v, (axis, readings) in seeds.items()
+            },
             "bound": None if here.bound is None else [here.bound.op, here.bound.threshold],
             "sometimes": here.sometimes,
             "band": None if band is None else list(band),
+            "published": None if said is None else {"value": said.value, "printed": said.printed},
         }
     document: dict[str, Any] = {
         "reference": ref_name,
         "variants": dict(variants or {}),
+        "axes": dict(axes or {}),
         "readings": entries,
     }
     fragility = from_document(document)

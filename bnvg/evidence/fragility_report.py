@@ -1,24 +1,25 @@
 """The sweep's table for people: snapshots/evidence/fragility.md.
 
-Section by section, one row per reading: its value here, whether it travels, the values seen
-on the other platforms, its band, its spread over minibatch orders, and how often its claim's
-bound holds there. Written from the same document as fragility.json, by `python -m bnvg.sweep`.
+Section by section, one row per reading: its value here and in the published log, whether it
+travels, the values seen on the other platforms, its band, its spread over the seeds, and how
+often its claim's bound holds, each run judged by its own numbers. Written from the same
+document as fragility.json, by `python -m bnvg.sweep`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bnvg.evidence.fragility import PUBLISHED, Fragility, ReadingEvidence
+from bnvg.evidence.fragility import Fragility, ReadingEvidence
 
 LEGEND = """\
-- **robust**: printed the same on every platform below, the published log included. On a
-  platform new to the evidence, a robust reading printed differently fails.
+- **robust**: printed the same on every platform below. On a platform new to the evidence, a
+  robust reading printed differently fails.
 - **fragile**: printed differently on some platform. On a new platform its moving is drift,
   reported, not failed. Its band (the range seen, widened by half its width on each side,
   clipped to its kind's domain) is shown for people; no verdict reads it.
-- **unstable**: its claim's bound holds on some platforms or seeds and not on others. It is
-  luck of the draw: quote how often it holds, not a value.
+- **unstable**: its claim's bound holds on some platforms or seeds and not on others, each
+  run judged by its own numbers. It is luck of the draw: quote how often it holds, not a value.
 
 A platform the evidence holds (the reference, or any platform below) is compared exactly
 with its own numbers (`bnvg/evidence/verdicts.py`).
@@ -61,7 +62,8 @@ def _holds(e: ReadingEvidence) -> str:
     if e.bound is None:
         return ""
     parts = []
-    for group, what in (("seeds", "seeds"), ("platforms", "platforms")):
+    groups = (("sampler", "minibatch orders"), ("init", "starting weights"))
+    for group, what in (*groups, ("platforms", "platforms")):
         counts = e.holds_in(group)
         if counts and counts[1] > 1:
             parts.append(f"{counts[0]} of {counts[1]} {what}")
@@ -71,8 +73,8 @@ def _holds(e: ReadingEvidence) -> str:
 def render(fragility: Fragility, sections: Mapping[int, str]) -> str:
     """`sections` maps the log line of each section heading to its text, to group the rows."""
     variants = fragility.variants
-    seeds = [v for v in variants if "-seed-" in v]
-    platforms = [v for v in variants if v not in seeds]
+    platforms = fragility.on_axis("platform")
+    orders, weights = fragility.on_axis("sampler"), fragility.on_axis("init")
     counts = {
         status: sum(1 for e in fragility.readings.values() if e.status == status)
         for status in ("robust", "fragile", "unstable")
@@ -81,14 +83,15 @@ def render(fragility: Fragility, sections: Mapping[int, str]) -> str:
         "# Which numbers of the log travel, and which are luck",
         "",
         "Written by the sweep (`python -m bnvg.sweep`, see the README) from the claims run under",
-        f"{len(platforms)} other platforms and {len(seeds)} other seeds (minibatch orders "
-        f"and starting weights). Reference: `{fragility.reference}`.",
+        f"{len(platforms)} other platforms and {len(orders) + len(weights)} other seeds "
+        f"(minibatch orders and starting weights). Reference: `{fragility.reference}`.",
         "",
         "Platforms: " + "; ".join(f"`{v}` = {variants[v]}" for v in platforms) + ".",
         "",
-        f"Seeds: {sum('sampler' in v for v in seeds)} minibatch orders (`sampler-seed-k`) and "
-        f"{sum('init' in v for v in seeds)} sets of starting weights (`init-seed-k`); the "
-        "reference is seed 0 of both.",
+        f"Seeds: {len(orders)} minibatch orders (`sampler-seed-k`) and {len(weights)} sets of "
+        "starting weights (`init-seed-k`), under the reference kernels; the reference is seed 0 "
+        "of both. The published log (torch 2.12.1) is shown beside each reading; it is an "
+        "observation, counted in no verdict and no band.",
         "",
         f"{len(fragility.readings)} readings: "
         + ", ".join(f"{n} {status}" for status, n in counts.items())
@@ -108,24 +111,25 @@ def render(fragility: Fragility, sections: Mapping[int, str]) -> str:
                 "",
                 f"## {title}",
                 "",
-                "| line | reading | here | status | on other platforms | band "
+                "| line | reading | here | published | status | on other platforms | band "
                 "| over seeds (min / median / max) | claim's bound holds |",
-                "|---:|---|---:|---|---|---|---|---|",
+                "|---:|---|---:|---:|---|---|---|---|---|",
             ]
         out.append(
-            f"| {e.line} | {_cell(e.name)} | {e.reference.printed} | {e.status} | "
+            f"| {e.line} | {_cell(e.name)} | {e.reference.printed} | "
+            f"{e.published.printed if e.published else ''} | {e.status} | "
             f"{_cell(_seen(e))} | {_band(e)} | {_seeds(e)} | {_holds(e)} |"
         )
     published = [
-        e
+        (e, e.published.printed)
         for e in by_line
-        if PUBLISHED in e.platforms and e.platforms[PUBLISHED].printed != e.reference.printed
+        if e.published is not None and e.published.printed != e.reference.printed
     ]
     if published:
         out += ["", "## Where the published log differs from this machine", ""]
         out += [
-            f"- line {e.line}, {e.name}: published {e.platforms[PUBLISHED].printed}, "
-            f"here {e.reference.printed} ({e.status})"
-            for e in published
+            f"- line {e.line}, {e.name}: published {printed}, here {e.reference.printed} "
+            f"({e.status})"
+            for e, printed in published
         ]
     return "\n".join(out) + "\n"

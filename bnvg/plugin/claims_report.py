@@ -89,9 +89,10 @@ def render(
     fragility = load_fragility(settings.places.fragility_json)
     published = _published(settings.places.published_log)
     counts = {s: sum(1 for c in claims.values() if c.status == s) for s in STATUSES}
-    seeds = [v for v in fragility.variants if "-seed-" in v]
-    orders, weights = (sum(f"{axis}-seed-" in v for v in seeds) + 1 for axis in ("sampler", "init"))
-    platforms = len(fragility.variants) - len(seeds) + 1  # the reference is one too
+    # Each count includes the reference (seed 0 on the reference platform).
+    orders, weights, platforms = (
+        len(fragility.on_axis(axis)) + 1 for axis in ("sampler", "init", "platform")
+    )
     out = [
         "# Claims report",
         "",

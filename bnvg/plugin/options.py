@@ -166,6 +166,25 @@ def _path(option: str | None) -> Path | None:
     return Path(option) if option else None
 
 
+def _refuse_unwritable(s: Settings) -> None:
+    """Every file the session will write must be writable, said before any claim runs (not
+    in a traceback after they all did)."""
+    folders = {
+        "--results-log": s.results_log.parent,
+        "--diagrams": s.diagrams,
+        **({"--claims-report": s.claims_report.parent} if s.claims_report else {}),
+        **({"--record": s.record.parent} if s.record else {}),
+    }
+    for option, folder in folders.items():
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            writable = os.access(folder, os.W_OK)
+        except OSError as error:
+            raise pytest.UsageError(f"{option}: cannot write into {folder} ({error})") from None
+        if not writable:
+            raise pytest.UsageError(f"{option}: cannot write into {folder} (permission denied)")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
@@ -207,6 +226,17 @@ def pytest_configure(config: pytest.Config) -> None:
     config.option.regen_all = update
     root = config.rootpath
     places = Places(root)
+    seeded = [
+        f"--{name}-seed"
+        for name in ("sampler", "init")
+        if config.getoption(f"bnvg_{name}_seed") is not None
+    ]
+    if update and seeded and (root / ".git").exists():
+        raise pytest.UsageError(
+            f"--snapshot-update with {' and '.join(seeded)} would store another experiment's "
+            "numbers as the workshop's: seed variants belong to the sweep, which runs them in "
+            "scratch copies (python -m bnvg.sweep)"
+        )
     config.stash[SETTINGS] = Settings(
         places=places,
         results_log=_path(config.getoption("bnvg_results_log")) or places.results_log,
@@ -225,6 +255,8 @@ def pytest_configure(config: pytest.Config) -> None:
         claims_report=_path(config.getoption("bnvg_claims_report")),
         record=_path(config.getoption("bnvg_record")),
     )
+    if is_controller(config):
+        _refuse_unwritable(config.stash[SETTINGS])
     # One intra-op thread in every process that computes: the thread count changes the
     # training-end numbers. An xdist controller computes nothing, and skips importing torch.
     if not is_xdist_controller(config):

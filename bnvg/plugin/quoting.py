@@ -15,6 +15,10 @@ In one call it
 
 Bounds that hold only for some minibatch orders are declared with `sometimes`: they are not
 asserted on this run, the sweep measures how often they hold.
+
+A claim calls it before its plain `assert`s (the statements no printed number states, such as
+"the maximum over the whole history is below 90%"): the readings are recorded first thing, so
+a run in which the claim fails still counts, with its numbers, in the sweep's evidence.
 """
 
 from __future__ import annotations

@@ -95,10 +95,15 @@ def merge(fragments: list[Fragment], places: Places) -> Merged:
     fragility = build_document(
         reference=(ref_name, ref.readings),
         rounding={name: f.readings for name, f in platforms.items()},
-        seeds={n: f.readings for axis in seeds.values() for n, f in axis.items()},
+        seeds={n: (f.variant.axis, f.readings) for axis in seeds.values() for n, f in axis.items()},
         published=published,
         line_of={r.key: line_number(r.key) for r in ref.readings.values()},
         variants=described,
+        axes={
+            **{name: "platform" for name in platforms},
+            **{n: f.variant.axis for axis in seeds.values() for n, f in axis.items()},
+            **({"published": "published"} if published is not None else {}),
+        },
     )
     outcomes = {
         axis: {"seed-0": ref.claims, **{n: f.claims for n, f in chosen.items()}}

@@ -1,0 +1,60 @@
+"""Every run counts: a claim's readings are recorded however it ends, and the numbers handed
+to pytest-regressions are the ones this run computed, so its own check can fail."""
+
+import json
+
+from bnvg.experiment.platform import current
+
+CLAIM = '''
+import os
+import pytest
+from bnvg.log.layout import line_named
+from bnvg.log.readings import exactly
+
+
+@pytest.mark.log_lines("S1 split")
+def test_split(quoted):
+    """The split is 800 / 200, and something no printed number says."""
+    train = int(os.environ.get("SPLIT_TRAIN", "800"))
+    quoted.lines(line_named("S1 split").fill(train=train, test=200), holds={"test points": exactly(200)})
+    assert os.environ.get("BREAK_AFTER_QUOTING") is None, "a statement beyond the printed numbers"
+'''
+
+
+def suite(pytester, monkeypatch):
+    pytester.makeconftest('pytest_plugins = ["bnvg.plugin"]\n')
+    pytester.makepyfile(test_claims=CLAIM)
+    # Recorded on this platform: it is the reference for this suite, compared exactly.
+    environment = pytester.path / "snapshots" / "environment.json"
+    environment.parent.mkdir(parents=True)
+    environment.write_text(json.dumps(current(1)))
+    pytester.runpytest("-p", "no:randomly", "--snapshot-update").assert_outcomes(passed=1)
+    return pytester
+
+
+def test_a_claim_that_fails_after_quoting_still_records_its_readings(pytester, monkeypatch):
+    suite(pytester, monkeypatch)
+    monkeypatch.setenv("BREAK_AFTER_QUOTING", "1")
+    result = pytester.runpytest("-p", "no:randomly", "--record", "record.json")
+    result.assert_outcomes(failed=1)
+    record = json.loads((pytester.path / "record.json").read_text())
+    [claim] = record["claims"].values()
+    assert claim["outcome"] == "failed"
+    assert record["readings"]["S1 split, training points"]["value"] == 800
+
+
+def test_pytest_regressions_itself_fails_when_handed_a_changed_number(pytester, monkeypatch):
+    """Its file says 800; the run computes 801. bnvg's own check, by name, speaks first; the
+    pytest-regressions check behind it is handed 801, not the stored 800, and fails too."""
+    suite(pytester, monkeypatch)
+    monkeypatch.setenv("SPLIT_TRAIN", "801")
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*S1 split, training points: snapshot 800, here 801*"])
+    # Skip bnvg's check: what reaches pytest-regressions must be this run's number.
+    from bnvg.plugin import quoting
+
+    monkeypatch.setattr(quoting, "compare_readings", lambda *args, **kwargs: [])
+    result = pytester.runpytest_inprocess("-p", "no:randomly")  # the patch reaches in-process runs
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*Values are not sufficiently close*"])
