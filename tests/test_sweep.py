@@ -78,6 +78,15 @@ def test_a_sweep_says_its_progress_and_writes_a_fragment_per_job_and_the_tables(
     )
     table = json.loads((folder / "snapshots/evidence/robustness.json").read_text())
     assert {a: len(v) for a, v in table["axes"].items()} == {"sampler": 3, "init": 3}
+    # The jobs compute under the reference kernels, but where a variant says otherwise.
+    store = FragmentStore(folder / "snapshots/evidence/fragments")
+    kernels = {
+        f.variant.name: (f.platform["MKL_CBWR"], f.platform["ATEN_CPU_CAPABILITY"])
+        for f in store.all()
+    }
+    assert kernels["workshop"] == kernels["init-seed-1"] == ("COMPATIBLE", "avx2")
+    assert kernels["mkl-auto"] == ("AUTO", "avx2")
+    assert kernels["native"] == ("(not set)", "(not set)")
     readme = (folder / "README.md").read_text()
     assert "claims hold in every run" in readme
 

@@ -3,6 +3,7 @@
 - `options`: the command line, read once into the session's settings; one torch thread;
 - `collection`: what each claim owns and declares; where the suite runs (xdist or not);
 - `fixtures`: the recipe, data and measurements, `quoted`, the snapshot;
+- `standing`: where this session's platform stands with the evidence (reference, held, new);
 - `figures`: `figure`, which checks what a figure plots, then draws it or reuses its drawing;
 - `runs`: trained networks declared per claim, trained once, their histories verified;
 - `quoting`, `numbers`, `text_snapshots`: the checks against the two snapshot libraries;
