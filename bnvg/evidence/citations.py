@@ -241,8 +241,7 @@ def _printed_by(evidence: ReadingEvidence, quoted: str) -> str:
     The published log alone is no platform: what it says, no torch here computed."""
 
     def reads_as(seen: Seen) -> bool:
-        numbers = [float(seen.printed)] + ([] if seen.value is None else [float(seen.value)])
-        return any(rounds_to(quoted, v) for v in numbers)
+        return seen.value is not None and rounds_to(quoted, float(seen.value))
 
     swept = sum(1 for seen in evidence.platforms.values() if reads_as(seen))
     if not swept:

@@ -41,12 +41,17 @@ def _machine_here() -> dict[str, str]:
     runs (run on the worker; torch's own CPU check, whatever the worker's variables say)."""
     import torch
 
+    from bnvg.experiment.kernels import set_by_user
     from bnvg.experiment.platform import current
 
     best = "AVX512" if torch.cpu._is_avx512_supported() else "AVX2"
     if not torch.cpu._is_avx2_supported():
         best = "DEFAULT"
-    return {**current(threads=1), "best capability": best}
+    # A kernel variable a bnvg process set (inherited from whatever started this worker) is
+    # no choice of this machine's user: each job's session decides it again.
+    chosen = set(set_by_user())
+    inherited = {name: NOT_SET for name in REFERENCE if name not in chosen}
+    return {**current(threads=1), **inherited, "best capability": best}
 
 
 def predicted_platform(variant: Variant, machine: Mapping[str, str]) -> dict[str, str]:
@@ -56,8 +61,8 @@ def predicted_platform(variant: Variant, machine: Mapping[str, str]) -> dict[str
     variant's one setting, as the job's session will decide them."""
     env = dict(machine)
     env.update({name: NOT_SET for name in REFERENCE} if variant.native else REFERENCE)
-    user = [n for n in machine.get("set by the user", "").split(", ") if n in REFERENCE]
-    env.update({name: machine[name] for name in user})
+    # `_machine_here` reports only the variables the worker's user set.
+    env.update({n: machine[n] for n in REFERENCE if machine.get(n, NOT_SET) != NOT_SET})
     env.update(dict(variant.settings))
     aten = env["ATEN_CPU_CAPABILITY"]
     env["cpu capability"] = machine["best capability"] if aten == NOT_SET else aten.upper()
