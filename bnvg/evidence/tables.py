@@ -3,13 +3,12 @@
 A run's history (train loss and test accuracy every 50 steps) is what five figures plot and
 what its final readings summarise; a figure that plots anything else (a curve, the points of
 the data set, one bar per variant) keeps its own table of exactly what it plots. Each table
-is stored by pytest-regressions as a CSV file and compared column by column, with the
-tolerance the sweep measured for that column (`Tolerance`).
+is stored by pytest-regressions as a CSV file and compared point by point, exactly or as
+drift, by where the run computes (`bnvg.evidence.verdicts`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,41 +20,6 @@ if TYPE_CHECKING:
     from bnvg.experiment.train import History
 
 Column = npt.NDArray[Any]
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """How far a stored number may be from the one computed here: |here - stored| <=
-    atol + rtol * |stored| (numpy's `isclose`, which pytest-regressions uses too)."""
-
-    atol: float = 0.0
-    rtol: float = 0.0
-
-    def admits(self, here: float, stored: float) -> bool:
-        if math.isnan(here) or math.isnan(stored):
-            return math.isnan(here) and math.isnan(stored)
-        return abs(here - stored) <= self.atol + self.rtol * abs(stored)
-
-    def widest(self, other: Tolerance) -> Tolerance:
-        return Tolerance(max(self.atol, other.atol), max(self.rtol, other.rtol))
-
-    def as_dict(self) -> dict[str, float]:
-        return {"atol": self.atol, "rtol": self.rtol}
-
-    def __str__(self) -> str:
-        if not self.atol and not self.rtol:
-            return "exact"
-        parts = [f"{self.atol:.3g}"] if self.atol else []
-        parts += [f"{self.rtol:.0e} relative"] if self.rtol else []
-        return "tolerance " + " + ".join(parts)
-
-
-EXACT = Tolerance()
-# Every number here is computed in float32 (24-bit mantissa, eps 1.2e-7). Two CPUs' vector
-# kernels may round one reduction differently by a few units in the last place: 1e-6 relative
-# (about 8 ulps) is that rounding, far below the 4 to 6 digits the log prints, and no change
-# of the computation itself stays inside it except by accident.
-ROUNDING = Tolerance(rtol=1e-6)
 
 
 @dataclass(frozen=True)

@@ -88,15 +88,6 @@ class Standing:
         """What stored values are called in messages."""
         return "this platform's evidence" if self.against_own_evidence else "snapshot"
 
-    def describe(self) -> str:
-        if self.strict:
-            return "--strict-numbers: every number must equal its snapshot exactly"
-        return {
-            REFERENCE: "the reference platform: every number must equal its snapshot exactly",
-            HELD: "a platform the evidence holds: every number must equal its own evidence",
-            NEW: "a platform new to the evidence: statements asserted, what moved is drift",
-        }[self.kind]
-
 
 REFERENCE_STANDING = Standing(REFERENCE, "", "")
 
@@ -139,7 +130,7 @@ def judge_reading(
     exact: bool,
     evidence: ReadingEvidence | None,
 ) -> bool | None:
-    """None: nothing to say; False: a failure; True: drift (see the module's table)."""
+    """None: nothing to say; False: a failure; True: drift (the rules of the module's docstring)."""
     if _same(here.as_float(), compared.as_float()):
         return None
     if exact:
