@@ -1,6 +1,7 @@
-"""The Python matrix: install bnvg as the README does, then run its two commands, per Python.
+"""The Python matrix, and the torch releases as evidence.
 
     nox -s tests-3.12          # or tests-3.11, tests-3.13; `nox -l` lists them
+    nox -s torch-2.15.0        # or torch-2.12.1, torch-2.14.1: that release's fragment
 
 Each session makes a fresh virtual environment with that Python, installs the project with
 its pinned dependencies (`pip install -e '.[dev]'`), then runs `pytest claims/` and
@@ -9,6 +10,13 @@ machine's disk; on 3.12 and 3.13 it takes torch 2.13.0 from the package index, a
 of several GB, which computes on the CPU here. The README's "Pythons" section says what each
 gave. `.ci/run` keeps to the reference environment (3.11) so CI stays fast.
 
+A `torch-<release>` session installs the project beside that torch (pinned by
+requirements/torch-<release>.txt; every other dependency as pyproject.toml pins it), runs the
+workshop's claims under the reference kernels and writes the release's fragment into
+snapshots/evidence/fragments/, then merges the evidence (`python -m bnvg.sweep --release`).
+Its virtual environment is kept: a release already recorded installs and computes nothing,
+and the merge rewrites the same bytes.
+
 nox finds `python3.12` and `python3.13` on PATH; with pyenv, whose shims only answer for the
 selected versions, this file adds the bin folder of every installed pyenv Python first.
 """
@@ -16,13 +24,16 @@ selected versions, this file adds the bin folder of every installed pyenv Python
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import nox
 
 PYTHONS = ["3.11", "3.12", "3.13"]
+RELEASES = ["2.12.1", "2.14.1", "2.15.0"]  # beside the pinned 2.13.0, the reference
 
 nox.options.sessions = ["tests-3.11"]  # the reference; the others download torch's CUDA build
 
@@ -51,3 +62,27 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "claims/", *outputs, f"--record={out / 'record.json'}", *session.posargs)
     session.run("pytest", "claims/", "tests/", *outputs, *session.posargs)
     session.run("python", "-m", "bnvg.evidence.outputs", str(out))
+
+
+def _dependencies_but_torch() -> list[str]:
+    """pyproject.toml's pinned dependencies, torch left out (a release session brings its
+    own)."""
+    project = tomllib.loads(Path("pyproject.toml").read_text())["project"]
+    return [d for d in project["dependencies"] if re.split(r"[=<>~! \[]", d)[0] != "torch"]
+
+
+def _release_session(release: str) -> None:
+    @nox.session(name=f"torch-{release}", python="3.11", reuse_venv=True, default=False)
+    def release_session(session: nox.Session) -> None:
+        session.install("-r", f"requirements/torch-{release}.txt", *_dependencies_but_torch())
+        session.install("--no-deps", "-e", ".")
+        session.run("python", "-m", "bnvg.sweep", "--release", *session.posargs)
+
+    release_session.__doc__ = (
+        f"The workshop's claims on torch {release} under the reference kernels: its fragment "
+        "of the evidence, then the merge."
+    )
+
+
+for _release in RELEASES:
+    _release_session(_release)

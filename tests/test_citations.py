@@ -229,8 +229,8 @@ def test_quoting_the_published_layer_norm_accuracy_fails_stating_the_range(works
         [
             "text/module2.md:1: quotes 100.0 for 'S8 layer norm, final test accuracy' as a fixed "
             "value, but the platforms disagree on what its claim says: it was 51.5 to 95.5 over "
-            "the platforms the sweep ran (at least 90 on 3 of 11 platforms). Say how often it "
-            "holds instead",
+            "the platforms the sweep ran (at least 90 on 3 of 14 platforms); no torch release here "
+            "prints 100.0 (each prints 51.5). Say how often it holds instead",
             "  the sentence: Layer norm also works: it reaches 100.0% (line 96).",
         ]
     )
@@ -245,7 +245,7 @@ def test_quoting_the_published_eval_bug_accuracy_passes_with_drift(workshop):
             "*",
             "  text/module2.md:1 quotes 71.5 for 'S9 train mode, batches of 2, test accuracy': "
             "here 69.5; fragile, printed 71.5 by 1 platform of the sweep and the published log "
-            "(platform-dependent)",
+            "(platform-dependent); no torch release here prints 71.5 (each prints 69.5)",
         ]
     )
 
@@ -256,7 +256,8 @@ def test_a_fragile_number_no_platform_prints_fails(workshop):
     result.stdout.fnmatch_lines(
         [
             "text/module2.md:1: quotes 85.0 for 'S9 train mode, batches of 2, test accuracy': "
-            "here 69.5 (fragile, the platforms print 69.5 or 71.5)"
+            "here 69.5 (fragile, the platforms print 69.5 or 71.5); no torch release here prints "
+            "85.0 (each prints 69.5)"
         ]
     )
 
@@ -280,6 +281,6 @@ def test_the_3015x_headline_holds_for_line_40_with_a_note_on_other_starting_weig
             "*how the cited lessons hold over other seeds*",
             "text/module2.md:1 'S4 plain ratio, times smaller' over other seeds: above 1000 in "
             "33 of 33 minibatch orders; above 1000 in 15 of 33 starting weights; above 1000 in "
-            "11 of 11 platforms",
+            "14 of 14 platforms",
         ]
     )

@@ -38,6 +38,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bnvg.evidence.fragility import Fragility, ReadingEvidence, Seen
+from bnvg.evidence.upgrades import version_key
 from bnvg.log.readings import Reading
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
@@ -221,7 +222,28 @@ def _nearest(readings: Sequence[Reading], quoted: str) -> Reading | None:
     return min(numeric, key=distance)
 
 
-def _luck(reading: Reading, quoted: str, evidence: ReadingEvidence) -> str:
+def _by_release(fragility: Fragility, evidence: ReadingEvidence, quoted: str) -> str:
+    """ "; no torch release here prints 100.0 (2.12.1: 51.5, 2.13.0: 51.5, ...)": which
+    torch releases of the evidence print the quote, where it holds more than one."""
+    releases = sorted([fragility.reference_release, *fragility.releases], key=version_key)
+    prints = {r: s for r in releases if (s := fragility.on_release(evidence, r)) is not None}
+    if len(prints) < 2 or evidence.status == "robust":
+        return ""  # a robust reading prints the same on every release: nothing to add
+    which = [
+        r for r, s in prints.items() if s.value is not None and rounds_to(quoted, float(s.value))
+    ]
+    printed = {s.printed for s in prints.values()}
+    shown = (
+        f"each prints {printed.pop()}"
+        if len(printed) == 1
+        else ", ".join(f"{r}: {s.printed}" for r, s in prints.items())
+    )
+    if not which:
+        return f"; no torch release here prints {quoted} ({shown})"
+    return f"; torch {', '.join(which)} print{'s' if len(which) == 1 else ''} it ({shown})"
+
+
+def _luck(reading: Reading, quoted: str, evidence: ReadingEvidence, fragility: Fragility) -> str:
     values = [s.as_float() for s in [evidence.reference, *evidence.platforms.values()]]
     finite = [v for v in values if v == v]
     span = f"{min(finite):g} to {max(finite):g}" if finite else "?"
@@ -231,6 +253,7 @@ def _luck(reading: Reading, quoted: str, evidence: ReadingEvidence) -> str:
         f"quotes {quoted} for {reading.name!r} as a fixed value, but the platforms disagree "
         f"on what its claim says: it was {span} over the platforms the sweep ran"
         + (f" ({held})" if held else "")
+        + _by_release(fragility, evidence, quoted)
         + ". Say how often it holds instead"
     )
 
@@ -283,7 +306,7 @@ def check(
         if match is not None:
             evidence = fragility.reading(match.name)
             if evidence is not None and evidence.unstable_over_platforms:
-                verdict.problems.append(_luck(match, quoted, evidence))
+                verdict.problems.append(_luck(match, quoted, evidence, fragility))
             elif (note := _over_seeds(match, evidence)) is not None:
                 verdict.notes.append(note)
             continue
@@ -304,17 +327,20 @@ def check(
         evidence = fragility.reading(nearest.name)
         printed_by = "" if evidence is None else _printed_by(evidence, quoted)
         if evidence is not None and evidence.unstable_over_platforms:
-            verdict.problems.append(_luck(nearest, quoted, evidence))
+            verdict.problems.append(_luck(nearest, quoted, evidence, fragility))
         elif evidence is not None and evidence.moved_in_print and printed_by:
             verdict.drift.append(
                 f"quotes {quoted} for {nearest.name!r}: here {nearest.printed}; fragile, "
                 f"printed {quoted} by {printed_by} (platform-dependent)"
+                + _by_release(fragility, evidence, quoted)
             )
         else:
             kind = "robust" if evidence is None or not evidence.moved_in_print else "fragile"
             seen = "" if evidence is None else _seen_prints(evidence)
+            releases = "" if evidence is None else _by_release(fragility, evidence, quoted)
             verdict.problems.append(
                 f"quotes {quoted} for {nearest.name!r}: here {nearest.printed} ({kind}{seen})"
+                + releases
             )
     return verdict
 

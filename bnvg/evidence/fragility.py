@@ -16,6 +16,11 @@ records, with the published log as one more platform, into this table, reading b
   when it is unstable *over platforms* (`bnvg.evidence.citations`); over seeds only, the
   citation says how general the lesson is beside it.
 
+A torch release is a platform too: the workshop under the reference kernels on another
+torch (`nox -s torch-<release>`). Its runs are marked as such (axis "release"), so a reading
+that moves only between releases is told apart from one that moves between CPUs and kernels
+(`moves_with`).
+
 Seed variants never make a reading fragile (another seed is another experiment, not another
 platform); they decide, with the platforms, whether it is stable.
 """
@@ -45,7 +50,7 @@ class Seen:
     value: Value
     printed: str
     holds: bool | None = None  # None: no bound (or the published log, which states none)
-    axis: str = "platform"  # "platform", "sampler" or "init": what this run varied
+    axis: str = "platform"  # "platform", "release", "sampler" or "init": what this run varied
 
     def as_float(self) -> float:
         return math.nan if self.value is None else float(self.value)
@@ -62,7 +67,7 @@ class ReadingEvidence:
     spec: str  # how the log prints it (see `bnvg.log.readings.Quantity`)
     position: int  # its place among its line's readings
     reference: Seen
-    platforms: Mapping[str, Seen]  # the workshop (seed 0) on the other platforms
+    platforms: Mapping[str, Seen]  # the workshop (seed 0) on the other platforms and releases
     seeds: Mapping[str, Seen]  # other minibatch orders and starting weights
     bound: Bound | None = None
     sometimes: bool = False
@@ -73,6 +78,14 @@ class ReadingEvidence:
     @property
     def moved_in_print(self) -> bool:
         return any(s.printed != self.reference.printed for s in self.platforms.values())
+
+    @property
+    def moves_with(self) -> tuple[str, ...]:
+        """What moves its print at the workshop's seeds: "platform" (another CPU, other
+        kernels or threads, on the reference's torch), "release" (another torch release
+        under the reference kernels), both, or nothing."""
+        moved = {s.axis for s in self.platforms.values() if s.printed != self.reference.printed}
+        return tuple(axis for axis in ("platform", "release") if axis in moved)
 
     @property
     def unstable(self) -> bool:
@@ -107,11 +120,14 @@ class ReadingEvidence:
     def holds_in(self, group: str) -> tuple[int, int] | None:
         """(k, n): in how many runs of `group`, the reference (seed 0) included, the claim's
         bound held, each run judged by its own numbers; None without a bound. `group`:
-        "platforms", "seeds" (both seed axes), or one axis, "sampler" or "init"."""
+        "platforms" (torch releases included), "seeds" (both seed axes), or one axis,
+        "release", "sampler" or "init"."""
         if self.bound is None:
             return None
         if group == "platforms":
             others = list(self.platforms.values())
+        elif group == "release":
+            others = [s for s in self.platforms.values() if s.axis == "release"]
         elif group == "seeds":
             others = list(self.seeds.values())
         else:
@@ -158,13 +174,22 @@ class Fragility:
     variants: Mapping[str, str] = field(default_factory=dict)  # name -> what it is, for people
     reference: str = ""
     axes: Mapping[str, str] = field(default_factory=dict)  # name -> "platform", "sampler", ...
+    releases: Mapping[str, str] = field(default_factory=dict)  # "2.15.0" -> its run's name
+    reference_release: str = ""  # the reference's torch release, "2.13.0"
 
     def reading(self, name: str) -> ReadingEvidence | None:
         return self.readings.get(name)
 
+    def on_release(self, evidence: ReadingEvidence, release: str) -> Seen | None:
+        """A reading's value on a torch release ("2.15.0") under the reference kernels."""
+        if release == self.reference_release:
+            return evidence.reference
+        name = self.releases.get(release)
+        return None if name is None else evidence.platforms.get(name)
+
     def on_axis(self, axis: str) -> list[str]:
-        """The variants of one axis ("platform", "sampler", "init" or "published"), the
-        reference not included."""
+        """The variants of one axis ("platform", "release", "sampler", "init" or "published"),
+        the reference not included."""
         return [name for name in self.variants if self.axes.get(name) == axis]
 
 
@@ -203,6 +228,8 @@ def from_document(document: Mapping[str, Any]) -> Fragility:
         document.get("variants", {}),
         document.get("reference", ""),
         document.get("axes", {}),
+        document.get("releases", {}),
+        str(document.get("reference release", "")),
     )
 
 
@@ -264,17 +291,22 @@ def build_document(
     line_of: Mapping[str, int],
     variants: Mapping[str, str] | None = None,
     axes: Mapping[str, str] | None = None,
+    releases: Mapping[str, str] | None = None,
+    reference_release: str = "",
 ) -> dict[str, Any]:
     """Merge the sweep's readings into the table's JSON document.
 
     `reference` is (name, readings) of the reference platform's workshop run; `rounding` maps
-    the other platforms' runs to their readings by name, and `seeds` the seed runs to (axis,
-    readings); `published` is the published log, kept beside as an observation (it widens
-    no band and counts in no verdict); `line_of` gives each reading's log line. Settings
-    (chosen, not measured) and readings with no values elsewhere are kept too, so every
-    quoted number has a row.
+    the other platforms' runs (torch releases among them, by `axes`) to their readings by
+    name, and `seeds` the seed runs to (axis, readings); `releases` maps each other torch
+    release ("2.15.0") to its run's name, beside the reference's own (`reference_release`);
+    `published` is the published log, kept beside as an observation (it widens no band and
+    counts in no verdict); `line_of` gives each reading's log line. Settings (chosen, not
+    measured) and readings with no values elsewhere are kept too, so every quoted number has
+    a row.
     """
     ref_name, ref_readings = reference
+    axis_of = dict(axes or {})
     entries: dict[str, Any] = {}
     for name, here in ref_readings.items():
         platforms = {v: readings[name] for v, readings in rounding.items() if name in readings}
@@ -287,7 +319,7 @@ def build_document(
             "spec": here.quantity.spec,
             "position": _position(here),
             "reference": _seen_of(here),
-            "platforms": {v: _seen_of(r) for v, r in platforms.items()},
+            "platforms": {v: _seen_of(r, axis_of.get(v, "platform")) for v, r in platforms.items()},
             "seeds": {
                 v: _seen_of(readings[name], axis) if name in readings else _not_computed(here, axis)
                 for v, (axis, readings) in seeds.items()
@@ -301,6 +333,8 @@ def build_document(
         "reference": ref_name,
         "variants": dict(variants or {}),
         "axes": dict(axes or {}),
+        "releases": dict(releases or {}),
+        "reference release": reference_release,
         "readings": entries,
     }
     fragility = from_document(document)

@@ -21,6 +21,10 @@ LEGEND = """\
 - **unstable**: its claim's bound holds on some platforms or seeds and not on others, each
   run judged by its own numbers. It is luck of the draw: quote how often it holds, not a value.
 
+A status says in brackets what moves the reading: "kernels" (another CPU, other kernels or
+threads, on the reference's torch) or "torch" (another torch release under the reference
+kernels). A torch column is blank where that release prints what the reference prints.
+
 A platform the evidence holds (the reference, or any platform below) is compared exactly
 with its own numbers (`bnvg/evidence/verdicts.py`).
 """
@@ -30,10 +34,26 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+MOVES_WITH = {"platform": "kernels", "release": "torch"}
+
+
 def _seen(e: ReadingEvidence) -> str:
-    printed = {s.printed for s in e.platforms.values()} | {e.reference.printed}
+    """The values printed on the platforms of the reference's torch, if they differ."""
+    printed = {s.printed for s in e.platforms.values() if s.axis == "platform"}
+    if printed <= {e.reference.printed}:
+        return ""
     # By value, then by text: -0.0000 and +0.0000 are equal numbers, and a set has no order.
-    return ", ".join(sorted(printed, key=lambda p: (_as_number(p), p))) if e.moved_in_print else ""
+    return ", ".join(sorted(printed | {e.reference.printed}, key=lambda p: (_as_number(p), p)))
+
+
+def _status(e: ReadingEvidence) -> str:
+    moved = [MOVES_WITH[axis] for axis in e.moves_with]
+    return e.status + (f" ({', '.join(moved)})" if moved else "")
+
+
+def _on_release(fragility: Fragility, e: ReadingEvidence, release: str) -> str:
+    seen = fragility.on_release(e, release)
+    return "" if seen is None or seen.printed == e.reference.printed else seen.printed
 
 
 def _as_number(printed: str) -> float:
@@ -74,6 +94,7 @@ def render(fragility: Fragility, sections: Mapping[int, str]) -> str:
     """`sections` maps the log line of each section heading to its text, to group the rows."""
     variants = fragility.variants
     platforms = fragility.on_axis("platform")
+    releases = list(fragility.releases)
     orders, weights = fragility.on_axis("sampler"), fragility.on_axis("init")
     counts = {
         status: sum(1 for e in fragility.readings.values() if e.status == status)
@@ -83,11 +104,23 @@ def render(fragility: Fragility, sections: Mapping[int, str]) -> str:
         "# Which numbers of the log travel, and which are luck",
         "",
         "Written by the sweep (`python -m bnvg.sweep`, see the README) from the claims run under",
-        f"{len(platforms)} other platforms and {len(orders) + len(weights)} other seeds "
+        f"{len(platforms)} other platforms, {len(releases)} other torch releases and "
+        f"{len(orders) + len(weights)} other seeds "
         f"(minibatch orders and starting weights). Reference: `{fragility.reference}`.",
         "",
         "Platforms: " + "; ".join(f"`{v}` = {variants[v]}" for v in platforms) + ".",
         "",
+        *(
+            [
+                f"Torch releases, beside the reference's {fragility.reference_release}, under "
+                "the reference kernels (`nox -s torch-<release>`): "
+                + "; ".join(f"`{name}` = {variants[name]}" for name in fragility.releases.values())
+                + ".",
+                "",
+            ]
+            if releases
+            else []
+        ),
         f"Seeds: {len(orders)} minibatch orders (`sampler-seed-k`) and {len(weights)} sets of "
         "starting weights (`init-seed-k`), under the reference kernels; the reference is seed 0 "
         "of both. The published log (torch 2.12.1) is shown beside each reading; it is an "
@@ -111,14 +144,16 @@ def render(fragility: Fragility, sections: Mapping[int, str]) -> str:
                 "",
                 f"## {title}",
                 "",
-                "| line | reading | here | published | status | on other platforms | band "
-                "| over seeds (min / median / max) | claim's bound holds |",
-                "|---:|---|---:|---:|---|---|---|---|---|",
+                "| line | reading | here | published | status | on other platforms "
+                + "".join(f"| torch {r} " for r in releases)
+                + "| band | over seeds (min / median / max) | claim's bound holds |",
+                "|---:|---|---:|---:|---|---|" + "---:|" * len(releases) + "---|---|---|",
             ]
         out.append(
             f"| {e.line} | {_cell(e.name)} | {e.reference.printed} | "
-            f"{e.published.printed if e.published else ''} | {e.status} | "
-            f"{_cell(_seen(e))} | {_band(e)} | {_seeds(e)} | {_holds(e)} |"
+            f"{e.published.printed if e.published else ''} | {_status(e)} | {_cell(_seen(e))} | "
+            + "".join(f"{_on_release(fragility, e, r)} | " for r in releases)
+            + f"{_band(e)} | {_seeds(e)} | {_holds(e)} |"
         )
     published = [
         (e, e.published.printed)

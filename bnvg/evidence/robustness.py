@@ -59,15 +59,21 @@ def build(
     outcomes: Mapping[str, Mapping[str, Mapping[str, str]]],
     readings: Mapping[str, Mapping[str, Mapping[str, float | None]]],
     sentences: Mapping[str, str],
+    releases: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, Any]:
     """The robustness document.
 
     `outcomes[axis][variant][claim]` is a claim's outcome under one variant of an axis, the
     reference run (seed 0) included in each axis; `readings[axis][variant][name]` likewise a
-    reading's value; `sentences` the claims' sentences.
+    reading's value; `sentences` the claims' sentences; `releases[release][claim]` a claim's
+    outcome at the workshop's seeds on each torch release, the reference's included.
     """
     claims: dict[str, Any] = {}
-    names = sorted({c for axis in outcomes.values() for run in axis.values() for c in run})
+    every_run = [
+        *(run for axis in outcomes.values() for run in axis.values()),
+        *(releases or {}).values(),
+    ]
+    names = sorted({c for run in every_run for c in run})
     for claim in names:
         row: dict[str, Any] = {"sentence": sentences.get(claim, "")}
         for axis, runs in sorted(outcomes.items()):
@@ -78,6 +84,8 @@ def build(
                 "of": rate.n,
                 "interval": [round(x, 4) for x in rate.interval],
             }
+        if releases:
+            row["releases"] = {r: run.get(claim, "not run") for r, run in releases.items()}
         claims[claim] = row
     spreads: dict[str, Any] = {}
     for axis, by_variant in sorted(readings.items()):
@@ -93,6 +101,7 @@ def build(
                 }
     return {
         "reference": reference,
+        "releases": list(releases or {}),
         "axes": {axis: sorted(runs) for axis, runs in sorted(outcomes.items())},
         "claims": claims,
         "readings": spreads,
@@ -123,6 +132,9 @@ def changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
     return out
 
 
+RELEASE_CELL = {"passed": "holds", "failed": "**fails**", "skipped": "skipped"}
+
+
 def _short(claim: str) -> str:
     return claim.split("::", 1)[-1]
 
@@ -132,6 +144,7 @@ def render(document: Mapping[str, Any], sections: Sequence[tuple[str, str]]) -> 
 
     `sections` pairs each claims module's name ("test_s6_training") with its title."""
     axes = [a for a in ("sampler", "init") if a in document.get("axes", {})]
+    releases = list(document.get("releases", []))
     out = [
         "# Truth over seeds: how often each claim holds",
         "",
@@ -144,6 +157,13 @@ def render(document: Mapping[str, Any], sections: Sequence[tuple[str, str]]) -> 
         "A claim that holds in every run is a fact of the recipe; one that does not is luck of "
         "the draw, and its honest statement is the rate. Intervals are 95% Wilson intervals.",
     ]
+    if releases:
+        out += [
+            "",
+            "The torch columns say whether each claim holds at the workshop's own seeds on each "
+            "torch release, under the reference kernels (`nox -s torch-<release>`); the "
+            'README\'s "What an upgrade costs" lists what moves.',
+        ]
     by_module: dict[str, list[str]] = {}
     for claim in document.get("claims", {}):
         by_module.setdefault(
@@ -157,9 +177,11 @@ def render(document: Mapping[str, Any], sections: Sequence[tuple[str, str]]) -> 
             "",
             f"## {title}",
             "",
-            "| claim | " + " | ".join(AXIS_WORDS[a] for a in axes) + " |",
+            "| claim | "
+            + " | ".join([*(AXIS_WORDS[a] for a in axes), *(f"torch {r}" for r in releases)])
+            + " |",
         ]
-        out.append("|---|" + "---|" * len(axes))
+        out.append("|---|" + "---|" * (len(axes) + len(releases)))
         for claim in claims:
             cells = []
             for axis in axes:
@@ -167,6 +189,8 @@ def render(document: Mapping[str, Any], sections: Sequence[tuple[str, str]]) -> 
                 cells.append(
                     "" if rate is None else (f"**{rate}**" if not rate.always else str(rate))
                 )
+            on = document["claims"][claim].get("releases", {})
+            cells += [RELEASE_CELL.get(on.get(r, "not run"), "") for r in releases]
             out.append(f"| `{_short(claim)}` | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 

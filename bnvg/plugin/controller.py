@@ -246,9 +246,15 @@ class Controller:
         write(f"snapshots recorded with: {said}")
         write(f"this run:                {platform.describe(self.platform)}")
         if kind == NEW:
+            # Another torch release is added by its own command, which records only the
+            # reference kernels: its numbers then say what that release moves, nothing else.
+            other_torch = recorded and recorded.get("torch") != self.platform.get("torch")
+            command = (
+                "python -m bnvg.sweep --release" if other_torch else "python -m bnvg.sweep --here"
+            )
             write(
                 "To add this platform to the evidence (so its numbers are then compared "
-                "exactly): python -m bnvg.sweep --here"
+                f"exactly): {command}"
             )
         write("--strict-numbers fails on any number that is not the reference's.")
 

@@ -3,6 +3,7 @@
     python -m bnvg.sweep                         # an embedded local cluster, one worker per core
     python -m bnvg.sweep --scheduler tcp://host:8786   # a cluster already running
     python -m bnvg.sweep --here                  # add this machine's own platform
+    python -m bnvg.sweep --release               # add the torch installed here (nox -s torch-X)
 
 By default it runs the workshop under the reference kernels and under each setting varied
 from them (`bnvg.sweep.variants`) on every kind of machine the cluster has, and 32 minibatch
@@ -57,6 +58,13 @@ def main(argv: list[str] | None = None) -> int:
         "evidence; then merge",
     )
     parser.add_argument(
+        "--release",
+        action="store_true",
+        help="only the workshop under the reference kernels on this machine, computed by the "
+        "torch installed here: a torch release's fragment (what `nox -s torch-<release>` "
+        "runs); then merge",
+    )
+    parser.add_argument(
         "--select",
         metavar="EXPR",
         help="only the claims matching this -k expression (a quick look; the tables then "
@@ -109,7 +117,12 @@ def sweep(args: argparse.Namespace) -> int:
             cache_dir = str(places.root / ".pytest_cache")  # resumes reuse trained runs
         with client:
             jobs, total = cluster.plan(
-                client, store, args.seeds, kernels=not args.no_kernels, here_only=args.here
+                client,
+                store,
+                args.seeds,
+                kernels=not args.no_kernels,
+                here_only=args.here,
+                release_only=args.release,
             )
             project = pack(places.root)
             failed = cluster.run(client, jobs, total, project, store, args.select, cache_dir)

@@ -88,10 +88,13 @@ def plan(
     seeds: int,
     kernels: bool = True,
     here_only: bool = False,
+    release_only: bool = False,
 ) -> tuple[list[Job], int]:
     """(the jobs still to run, how many the whole sweep has). `here_only` (`--here`): only
     each machine's own platforms, the workshop under the reference kernels (with whatever
-    kernel variables the user set) and under its native kernels."""
+    kernel variables the user set) and under its native kernels. `release_only`
+    (`--release`): only the first, the workshop under the reference kernels: a torch
+    release's fragment, computed by the torch the workers run."""
     machines = worker_machines(client)
     by_cpu: dict[str, list[str]] = {}  # one kind of machine: its CPU, torch and numpy
     for address, m in sorted(machines.items()):
@@ -99,8 +102,10 @@ def plan(
     wanted: list[tuple[Job, str]] = []  # each job, and the platform its fragment lands in
     for addresses in by_cpu.values():
         machine = machines[addresses[0]]
-        for v in [WORKSHOP, NATIVE] if here_only else per_machine():
+        here = [WORKSHOP] if release_only else [WORKSHOP, NATIVE] if here_only else None
+        for v in here or per_machine():
             wanted.append((Job(v, tuple(addresses)), platform_id(predicted_platform(v, machine))))
+    here_only = here_only or release_only
     if kernels and not here_only:
         any_machine = machines[sorted(machines)[0]]
         avx512 = [a for a, m in sorted(machines.items()) if m["best capability"] == "AVX512"]
@@ -134,7 +139,8 @@ def run(
 ) -> list[str]:
     """Run `jobs`, writing each fragment as it arrives; return the names of those that failed."""
     if not jobs:
-        say(f"all {total} fragments of the sweep are there: nothing to compute")
+        there = "the one fragment asked for is" if total == 1 else f"all {total} fragments are"
+        say(f"nothing to compute: {there} there")
         return []
     already = total - len(jobs)
     say(

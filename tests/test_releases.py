@@ -1,0 +1,127 @@
+"""Torch releases as platforms: what moves with the release, what an upgrade costs.
+
+Synthetic tables check the rules; the last tests check the committed evidence: every release
+the project has a requirements file for is in it, and in the README's generated section.
+"""
+
+from pathlib import Path
+
+from bnvg.evidence import upgrades
+from bnvg.evidence.fragility import build_document, from_document
+from bnvg.evidence.fragility import load as load_fragility
+from bnvg.evidence.robustness import build
+from bnvg.log.readings import PERCENT, STEP, STEP_SPEC, Quantity, Reading, at_least, at_most
+from bnvg.places import Places
+
+ROOT = Path(__file__).resolve().parent.parent
+ACC = Quantity("final test accuracy", PERCENT, ".1f")
+FIRST = Quantity("first step at the target", STEP, STEP_SPEC)
+FIRST_NAME = "S6 batch norm, first step at the target"
+ACC_NAME = "S8 layer norm, final test accuracy"
+
+
+def readings(acc=51.5, first=100):
+    return {
+        r.name: r
+        for r in (
+            Reading("S8 layer norm", ACC, acc, at_least(90), True),
+            Reading("S6 batch norm", FIRST, first, at_most(100)),
+        )
+    }
+
+
+def table(releases, kernels=None, published=None):
+    """`releases`: {"2.15.0": readings}; `kernels`: other platforms of the reference's torch."""
+    runs = {f"torch-{r}/workshop": rs for r, rs in releases.items()}
+    runs.update({f"{name}/native": rs for name, rs in (kernels or {}).items()})
+    return from_document(
+        build_document(
+            reference=("ref/workshop", readings()),
+            rounding=runs,
+            seeds={},
+            published=published,
+            line_of={"S8 layer norm": 96, "S6 batch norm": 66},
+            axes={
+                **{f"torch-{r}/workshop": "release" for r in releases},
+                **{f"{name}/native": "platform" for name in kernels or {}},
+            },
+            releases={r: f"torch-{r}/workshop" for r in releases},
+            reference_release="2.13.0",
+        )
+    )
+
+
+def test_a_reading_that_moves_only_between_releases_is_told_apart_from_one_moved_by_kernels():
+    t = table({"2.15.0": readings(first=150)}, kernels={"amd": readings(acc=52.0)})
+    first, acc = t.readings[FIRST_NAME], t.readings[ACC_NAME]
+    assert first.moves_with == ("release",) and acc.moves_with == ("platform",)
+    assert t.on_release(first, "2.15.0").printed == "step 150"
+    assert t.on_release(first, "2.13.0") is first.reference
+    assert t.on_release(first, "2.16.0") is None
+    # A release is a platform: its bound breaking there makes the reading unstable.
+    assert first.status == "unstable" and first.holds_in("release") == (1, 2)  # with the reference
+
+
+def test_an_upgrade_lists_the_lines_that_move_and_the_statements_that_break():
+    t = table({"2.14.1": readings(), "2.15.0": readings(first=150)})
+    claim = "claims/test_s6_training.py::test_batch_norm_reaches_90_by_step_100"
+    outcomes = {
+        "2.13.0": {claim: "passed"},
+        "2.14.1": {claim: "passed"},
+        "2.15.0": {claim: "failed"},
+    }
+    robustness = build("ref", {}, {}, {claim: "..."}, outcomes)
+    text = upgrades.render(t, robustness, reference_lines=107)
+    v = upgrades.VERSIONS_LINE
+    assert f"**torch 2.14.1**: 1 line moves ({v})." in text
+    assert f"**torch 2.15.0**: 2 lines move ({v}, 66)." in text
+    assert (
+        "- line 66, S6 batch norm, first step at the target: step 150 (here step 100); its bound breaks"
+        in text
+    )
+    assert (
+        "- S6 batch norm, first step at the target is at most 100: on torch 2.15.0 it is step 150, "
+        "not step 100" in text
+    )
+    assert "- `test_batch_norm_reaches_90_by_step_100` fails" in text
+    assert "pytest claims/ --snapshot-update" in text and "git diff snapshots/ captures/" in text
+
+
+def test_the_published_log_is_placed_per_release():
+    published = {ACC_NAME: Reading("S8 layer norm", ACC, 100.0)}
+    t = table({"2.12.1": readings(acc=100.0), "2.15.0": readings()}, published=published)
+    # Line 66 has no published reading here: only lines with published numbers are placed.
+    assert upgrades.published_lines(t, "2.12.1") == ([96], [])
+    assert upgrades.published_lines(t, "2.13.0") == ([], [96])
+    text = upgrades.render(t, build("ref", {}, {}, {}), reference_lines=107)
+    assert "- torch 2.12.1: 1 of 1 lines with numbers; not none" in text
+    assert "no torch release here reproduces published lines none." in text
+    alone = table({"2.15.0": readings()}, published=published)
+    assert "no torch release here reproduces published lines 96." in upgrades.render(
+        alone, build("ref", {}, {}, {}), reference_lines=107
+    )
+
+
+def test_without_releases_the_section_says_how_to_add_one():
+    t = table({})
+    assert "nox -s torch-<release>" in upgrades.render(t, build("ref", {}, {}, {}), 107)
+
+
+def released():
+    """The releases the project has a requirements file for: "2.15.0", ..."""
+    files = sorted((ROOT / "requirements").glob("torch-*.txt"))
+    return [f.stem.removeprefix("torch-") for f in files]
+
+
+def test_every_release_with_a_requirements_file_is_in_the_committed_evidence():
+    fragility = load_fragility(Places(ROOT).fragility_json)
+    assert released() and sorted(fragility.releases) == released()
+    robustness_md = Places(ROOT).robustness_md.read_text()
+    readme = (ROOT / "README.md").read_text()
+    costs = readme.split("<!-- what an upgrade costs:", 1)[1].split("<!-- end of what", 1)[0]
+    for release in released():
+        assert f"| torch {release} |" in robustness_md
+        assert f"**torch {release}**:" in costs
+        assert f"- torch {release}: " in costs
+        requirement = (ROOT / "requirements" / f"torch-{release}.txt").read_text()
+        assert f"torch=={release}\n" in requirement
