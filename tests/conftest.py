@@ -2,10 +2,80 @@
 
 import json
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
+from filelock import FileLock
+
+from bnvg.runner import ClaimsRun, run_claims
 
 pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parent.parent
+# The cold run that fills the shared cache: the whole suite, shuffled, on two workers.
+COLD_PARALLEL = ("-n", "2", "-p", "randomly", "--randomly-seed=2")
+
+
+def _shared_folder(tmp_path_factory):
+    """A folder every xdist worker of this test session sees: the parent of the workers'
+    own temporary folders (pytest-xdist's recipe for session-wide fixtures)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if base.name.startswith("popen-gw") else base
+
+
+def _saved_run(outputs):
+    """A finished claims run read back from its folder (`_save_run`)."""
+    return ClaimsRun(
+        int((outputs / "returncode").read_text()),
+        (outputs / "stdout").read_text(),
+        (outputs / "stderr").read_text(),
+        outputs,
+    )
+
+
+def _save_run(run):
+    (run.outputs / "stdout").write_text(run.stdout)
+    (run.outputs / "stderr").write_text(run.stderr)
+    (run.outputs / "returncode").write_text(str(run.returncode))  # last: the run is complete
+
+
+@pytest.fixture(scope="session")
+def cold_parallel_run(tmp_path_factory):
+    """The test session's one cold run of the whole suite on two workers (shuffled, seed 2):
+    it trains each network and draws each figure into the shared cache (`shared_cache`),
+    which every later whole run of this session that tests no cold behaviour reuses. Whichever
+    xdist worker asks first runs it; the other waits for it and reads its folder."""
+    shared = _shared_folder(tmp_path_factory)
+    outputs = shared / "cold-parallel"
+    with FileLock(str(shared / "cold-parallel.lock")):
+        if not (outputs / "returncode").exists():
+            run = run_claims(
+                COLD_PARALLEL, cwd=ROOT, outputs=outputs, cache_dir=shared / "cache", timeout=900
+            )
+            _save_run(run)
+    run = _saved_run(outputs)
+    assert run.returncode == 0, run.tail()
+    return run
+
+
+@pytest.fixture(scope="session")
+def shared_cache(cold_parallel_run, tmp_path_factory):
+    """The pytest cache folder the cold run filled: a run given it as its cache_dir trains
+    nothing and draws nothing that run did."""
+    return _shared_folder(tmp_path_factory) / "cache"
+
+
+@pytest.fixture(scope="session")
+def warm_claims(shared_cache):
+    """`pytest claims/ ARGS` reusing the cold run's networks and figures: for the tests of
+    what a run does, not of how it trains."""
+
+    def run(args, *, outputs, cwd=ROOT, env=None, timeout=900):
+        return run_claims(
+            args, cwd=cwd, outputs=outputs, env=env, timeout=timeout, cache_dir=shared_cache
+        )
+
+    return run
 
 
 @pytest.fixture

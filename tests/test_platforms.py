@@ -26,8 +26,16 @@ def scalar_fragment(project):
     return folder / "aten-default.json.gz"
 
 
-def eval_bug_on_scalar_kernels(project, out):
-    return run_claims(["-k", "eval_bug"], cwd=project, outputs=out, env=SCALAR, timeout=900)
+@pytest.fixture(scope="module")
+def scalar_cache(tmp_path_factory):
+    """One cache for this module's runs: the scalar kernels' batch-norm net is trained once."""
+    return tmp_path_factory.mktemp("scalar-cache")
+
+
+def eval_bug_on_scalar_kernels(project, cache, out):
+    return run_claims(
+        ["-k", "eval_bug"], cwd=project, outputs=out, env=SCALAR, timeout=900, cache_dir=cache
+    )
 
 
 @pytest.fixture
@@ -35,8 +43,10 @@ def project(tmp_path):
     return scratch_copy(ROOT, tmp_path / "project")
 
 
-def test_a_platform_the_evidence_holds_is_compared_exactly_with_its_own_numbers(project, tmp_path):
-    run = eval_bug_on_scalar_kernels(project, tmp_path / "held")
+def test_a_platform_the_evidence_holds_is_compared_exactly_with_its_own_numbers(
+    project, tmp_path, scalar_cache
+):
+    run = eval_bug_on_scalar_kernels(project, scalar_cache, tmp_path / "held")
     assert run.returncode == 0, run.tail()
     assert run.record.standing["kind"] == "held"
     assert all(c.drift == () for c in run.record.claims.values())
@@ -47,7 +57,7 @@ def test_a_platform_the_evidence_holds_is_compared_exactly_with_its_own_numbers(
     computed = gamma["value"]
     gamma["value"] = computed * 1.11
     path.write_bytes(gzip.compress(json.dumps(fragment).encode()))
-    run = eval_bug_on_scalar_kernels(project, tmp_path / "changed")
+    run = eval_bug_on_scalar_kernels(project, scalar_cache, tmp_path / "changed")
     assert run.returncode == 1
     assert (
         run.record.outcome(
@@ -59,7 +69,7 @@ def test_a_platform_the_evidence_holds_is_compared_exactly_with_its_own_numbers(
 
 
 def test_a_new_platform_passes_on_its_statements_reporting_drift_and_fails_a_broken_one(
-    project, tmp_path
+    project, tmp_path, scalar_cache
 ):
     shutil.rmtree(scalar_fragment(project).parent)
     claim = project / EVAL_BUG
@@ -71,7 +81,7 @@ def test_a_new_platform_passes_on_its_statements_reporting_drift_and_fails_a_bro
     )
     assert broken != source
     claim.write_text(broken)
-    run = eval_bug_on_scalar_kernels(project, tmp_path / "new")
+    run = eval_bug_on_scalar_kernels(project, scalar_cache, tmp_path / "new")
     record = run.record
     assert record.standing["kind"] == "new"
     outcomes = {

@@ -245,3 +245,16 @@ def test_a_snapshot_update_under_another_seed_is_refused_in_a_checkout(suite, py
     assert "--snapshot-update with --init-seed would store another experiment's numbers" in (
         result.stderr.str()
     )
+
+
+def test_only_a_run_of_the_claims_alone_counts_as_one_a_warm_cache_runs_in_one_process(pytester):
+    """With every network in pytest's cache, `-n auto` runs `pytest claims/` in one process;
+    `pytest claims/ tests/` still gets a worker per core for the project's own tests."""
+    from bnvg.plugin.collection import only_claims
+
+    (pytester.path / "claims").mkdir()
+    (pytester.path / "tests").mkdir()
+    assert only_claims(pytester.parseconfig("claims"))
+    assert only_claims(pytester.parseconfig("claims/test_x.py::test_y"))
+    assert not only_claims(pytester.parseconfig("claims", "tests"))
+    assert not only_claims(pytester.parseconfig("tests"))

@@ -1,6 +1,8 @@
 """Trained runs and drawings reused from pytest's cache while nothing they depend on changed.
 
-Every test here runs the real claims in subprocesses, with a cache folder of its own.
+Every test here runs the real claims in subprocesses. Those of what a warm run does reuse the
+test session's shared cache; those of when a run trains again keep a cache folder of their
+own.
 """
 
 import re
@@ -26,19 +28,14 @@ def eval_bug(out, cache, *args, env=None):
 
 
 @pytest.fixture(scope="module")
-def cold_then_warm(tmp_path_factory):
-    """A full run that fills a cache, then one that reuses it."""
-    folder = tmp_path_factory.mktemp("reuse")
-    cold = run_claims([], cwd=ROOT, outputs=folder / "cold", cache_dir=folder / "cache")
-    warm = run_claims(
-        ["-s", "-p", "bnvg_probe"],
-        cwd=ROOT,
-        outputs=folder / "warm",
-        cache_dir=folder / "cache",
-        env=PROBE,
+def cold_then_warm(cold_parallel_run, warm_claims, tmp_path_factory):
+    """The test session's cold full run, which filled the shared cache, then a full run that
+    reuses it."""
+    warm = warm_claims(
+        ["-s", "-p", "bnvg_probe"], outputs=tmp_path_factory.mktemp("warm"), env=PROBE
     )
-    assert cold.returncode == warm.returncode == 0, cold.tail() + warm.tail()
-    return cold, warm
+    assert warm.returncode == 0, warm.tail()
+    return cold_parallel_run, warm
 
 
 def test_a_warm_run_reuses_every_network_and_figure_and_writes_the_same_bytes(
@@ -69,9 +66,14 @@ def test_the_summary_says_which_runs_were_reused_when_and_on_what(cold_then_warm
     assert "reused 15 figures drawn earlier from the same numbers" in warm.stdout
 
 
-def test_recompute_strict_numbers_no_cache_and_cache_clear_train_again(tmp_path):
-    cache = tmp_path / "cache"
-    assert eval_bug(tmp_path / "a", cache).trained == ("batch norm",)
+def own_copy(shared_cache, tmp_path):
+    """A cache of this test's own, holding what the session's cold run trained: a test of
+    when a run trains again starts from it instead of training the first run itself."""
+    return shutil.copytree(shared_cache, tmp_path / "cache")
+
+
+def test_recompute_strict_numbers_no_cache_and_cache_clear_train_again(tmp_path, shared_cache):
+    cache = own_copy(shared_cache, tmp_path)
     assert eval_bug(tmp_path / "b", cache).reused == ("batch norm",)
     for i, args in enumerate([["--recompute"], ["--strict-numbers"], ["--cache-clear"]]):
         record = eval_bug(tmp_path / f"c{i}", cache, *args)
@@ -87,9 +89,10 @@ def test_recompute_strict_numbers_no_cache_and_cache_clear_train_again(tmp_path)
         ("scalar CPU kernels", [], {"ATEN_CPU_CAPABILITY": "default"}),
     ],
 )
-def test_another_thread_count_or_cpu_capability_trains_again(tmp_path, how, args, env):
-    cache = tmp_path / "cache"
-    eval_bug(tmp_path / "a", cache)
+def test_another_thread_count_or_cpu_capability_trains_again(
+    tmp_path, how, args, env, shared_cache
+):
+    cache = own_copy(shared_cache, tmp_path)
     other = run_claims(
         ["-k", "eval_bug", "--snapshot-update", *args],
         cwd=scratch(tmp_path),
@@ -106,18 +109,20 @@ def scratch(tmp_path):
     return scratch_copy(ROOT, tmp_path / "project")
 
 
-def test_editing_a_comment_of_the_training_code_trains_again_and_of_other_code_does_not(tmp_path):
+def test_editing_a_comment_of_the_training_code_trains_again_and_of_other_code_does_not(
+    tmp_path, shared_cache
+):
     """In a copy of the project with its own bnvg (its conftest.py puts it first on sys.path)."""
     project = scratch(tmp_path)
     shutil.copytree(ROOT / "bnvg", project / "bnvg", ignore=shutil.ignore_patterns("__pycache__"))
-    cache = tmp_path / "cache"
+    cache = own_copy(shared_cache, tmp_path)
 
     def run(out):
         done = run_claims(["-k", "eval_bug"], cwd=project, outputs=tmp_path / out, cache_dir=cache)
         assert done.returncode == 0, done.tail()
         return done.record
 
-    assert run("a").trained == ("batch norm",)
+    assert run("a").reused == ("batch norm",)  # the same source as the session's cold run
     eval_bug_py = project / "bnvg" / "experiment" / "eval_bug.py"
     eval_bug_py.write_text(eval_bug_py.read_text() + "# a comment\n")
     assert run("b").reused == ("batch norm",)

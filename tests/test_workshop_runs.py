@@ -20,21 +20,34 @@ REFERENCE_LOG = ROOT.parent / "shared" / "tools" / "reference-log"
 
 
 def claims(tmp_path, *args, env=None, cwd=ROOT):
+    """A cold run: it uses no cache, so it trains every network its claims need."""
     run = run_claims(args, cwd=cwd, outputs=tmp_path, env=env, timeout=900)
     assert run.returncode == 0, run.tail()
     return run
 
 
-def test_k_eval_bug_selects_only_the_eval_bug_claims_and_trains_one_network(tmp_path):
-    record = claims(tmp_path, "-k", "eval_bug").record
+@pytest.fixture
+def warm(warm_claims):
+    """A run that reuses the test session's trained networks and figures (`warm_claims`)."""
+
+    def run(tmp_path, *args, env=None, cwd=ROOT):
+        done = warm_claims(args, cwd=cwd, outputs=tmp_path, env=env)
+        assert done.returncode == 0, done.tail()
+        return done
+
+    return run
+
+
+def test_k_eval_bug_selects_only_the_eval_bug_claims_and_uses_one_network(tmp_path, warm):
+    record = warm(tmp_path, "-k", "eval_bug").record
     ran = [nodeid for nodeid, c in record.claims.items() if c.outcome == "passed"]
     assert ran and all(n.startswith("claims/test_s9_eval_bug.py::") for n in ran)
-    assert record.trained == ("batch norm",)
+    assert (*record.trained, *record.reused) == ("batch norm",)
     assert record.options["torch threads"] == 1
 
 
-def test_an_at_init_claim_trains_nothing_and_never_imports_matplotlib(tmp_path):
-    run = claims(
+def test_an_at_init_claim_trains_nothing_and_never_imports_matplotlib(tmp_path, warm):
+    run = warm(
         tmp_path,
         "-k",
         "3000x",
@@ -43,14 +56,26 @@ def test_an_at_init_claim_trains_nothing_and_never_imports_matplotlib(tmp_path):
         "bnvg_probe",
         env={"PYTHONPATH": str(Path(__file__).parent / "probes")},
     )
-    assert run.record.trained == ()
+    assert run.record.trained == () and run.record.reused == ()
     assert [c.outcome for c in run.record.claims.values()].count("passed") == 1
     assert "matplotlib imported: False" in run.stdout  # the probe plugin's own line
 
 
 @pytest.fixture(scope="module")
-def parallel_run(tmp_path_factory):
-    return claims(tmp_path_factory.mktemp("parallel"), "-n", "2")
+def parallel_run(cold_parallel_run):
+    """The session's cold run on two workers, shuffled (see tests/conftest.py)."""
+    return cold_parallel_run
+
+
+@pytest.fixture(scope="module")
+def cold_serial_run(tmp_path_factory):
+    """A cold run in one process, shuffled another way, with OMP_NUM_THREADS=8 set as a user
+    might: beside the parallel run, what the log must not depend on."""
+    return claims(
+        tmp_path_factory.mktemp("serial"),
+        *("-n", "0", "-p", "randomly", "--randomly-seed=1"),
+        env={"OMP_NUM_THREADS": "8"},
+    )
 
 
 def test_the_full_suite_trains_each_of_the_twelve_runs_once_across_workers(parallel_run):
@@ -85,36 +110,30 @@ def test_every_reading_is_recorded_by_name_and_every_run_history_with_it(paralle
     assert all(c.outcome == "passed" for c in record.claims.values())
 
 
-def test_serial_and_parallel_runs_write_the_committed_log_and_diagrams_byte_for_byte(
-    parallel_run, tmp_path, committed_log
+def test_cold_serial_and_parallel_runs_write_the_committed_log_and_diagrams_byte_for_byte(
+    parallel_run, cold_serial_run, committed_log
 ):
-    serial = claims(tmp_path, "-n", "0")
-    assert len(serial.record.trained) == 12
-    assert serial.results_log.read_bytes() == parallel_run.results_log.read_bytes()
-    committed_log.check(serial.results_log.read_bytes())
-    assert differing_figures(serial.diagrams, Places(ROOT)) == []
+    assert len(cold_serial_run.record.trained) == 12
+    assert cold_serial_run.results_log.read_bytes() == parallel_run.results_log.read_bytes()
+    committed_log.check(cold_serial_run.results_log.read_bytes())
+    assert differing_figures(cold_serial_run.diagrams, Places(ROOT)) == []
     assert differing_figures(parallel_run.diagrams, Places(ROOT)) == []
 
 
 @pytest.mark.parametrize(
-    ("how", "args", "env"),
+    "how",
     [
-        ("shuffled, seed 1", ["-n", "0", "-p", "randomly", "--randomly-seed=1"], {}),
-        (
-            "shuffled, seed 2, on two workers",
-            ["-n", "2", "-p", "randomly", "--randomly-seed=2"],
-            {},
-        ),
-        ("with OMP_NUM_THREADS=8 set by the user", [], {"OMP_NUM_THREADS": "8"}),
+        "cold, shuffled with seed 1, in one process, with OMP_NUM_THREADS=8 set by the user",
+        "cold, shuffled with seed 2, on two workers",
     ],
 )
 def test_the_log_does_not_depend_on_order_distribution_or_thread_settings(
-    tmp_path, how, args, env, committed_log
+    how, parallel_run, cold_serial_run, committed_log
 ):
-    run = claims(tmp_path, *args, env=env)
+    run = cold_serial_run if "one process" in how else parallel_run
     committed_log.check(run.results_log.read_bytes())
-    if "randomly" in args:
-        assert "Using --randomly-seed=" in run.stdout
+    assert "Using --randomly-seed=" in run.stdout
+    assert run.record.options["torch threads"] == 1
 
 
 def scratch_project(into):
@@ -125,16 +144,18 @@ def snapshot_files(project):
     return {p: p.read_bytes() for p in (project / "snapshots").rglob("*") if p.is_file()}
 
 
-def test_a_partial_update_touches_no_other_snapshot_file(tmp_path):
+def test_a_partial_update_touches_no_other_snapshot_file(tmp_path, warm):
     """`pytest claims/ -k eval_bug --snapshot-update` rewrites at most the eval-bug claims'
     files, and leaves every other snapshot file (and the recorded environment) as it was."""
     project = scratch_project(tmp_path / "project")
     before = snapshot_files(project)
-    claims(tmp_path / "out", "-k", "eval_bug", "--snapshot-update", cwd=project)
+    warm(tmp_path / "out", "-k", "eval_bug", "--snapshot-update", cwd=project)
     assert snapshot_files(project) == before
 
 
-def test_a_moved_history_point_fails_every_claim_of_that_run_naming_run_step_and_quantity(tmp_path):
+def test_a_moved_history_point_fails_every_claim_of_that_run_naming_run_step_and_quantity(
+    tmp_path, warm_claims, warm
+):
     project = scratch_project(tmp_path / "project")
     history = project / "snapshots" / "numbers" / "runs" / "batch-norm.csv"
     original = history.read_text()
@@ -142,7 +163,7 @@ def test_a_moved_history_point_fails_every_claim_of_that_run_naming_run_step_and
     step, loss, acc = rows[42].split(",")  # step 2050
     rows[42] = ",".join([step, "0.5", acc])
     history.write_text("\n".join(rows) + "\n")
-    run = run_claims(["-k", "eval_bug"], cwd=project, outputs=tmp_path / "out")
+    run = warm_claims(["-k", "eval_bug"], cwd=project, outputs=tmp_path / "out")
     failed = [n for n, c in run.record.claims.items() if c.outcome == "failed"]
     assert len(failed) == 4 and all("test_s9_eval_bug" in n for n in failed)
     # Counted in the failure reports: under CI pytest repeats each message in the summary.
@@ -150,7 +171,7 @@ def test_a_moved_history_point_fails_every_claim_of_that_run_naming_run_step_and
     moved = f"run 'batch norm', step 2050, train loss: snapshot 0.5, here {float(loss)!r}"
     assert reports.count(moved) == 4
     # The update command puts the history back as it was computed.
-    claims(tmp_path / "again", "-k", "eval_bug", "--snapshot-update", cwd=project)
+    warm(tmp_path / "again", "-k", "eval_bug", "--snapshot-update", cwd=project)
     assert history.read_text() == original
 
 
@@ -181,7 +202,7 @@ Layer norm also works: it reaches 100.0% (line 96).
 
 
 @pytest.fixture(scope="module")
-def reported_run(tmp_path_factory):
+def reported_run(tmp_path_factory, warm_claims):
     """One full run that checks the workshop's text and writes both reports."""
     folder = tmp_path_factory.mktemp("reported")
     text = folder / "text"
@@ -193,7 +214,7 @@ def reported_run(tmp_path_factory):
         f"--html={folder / 'report.html'}",
         "--self-contained-html",
     ]
-    return run_claims(args, cwd=ROOT, outputs=folder / "out", timeout=900), folder
+    return warm_claims(args, cwd=ROOT, outputs=folder / "out"), folder
 
 
 def test_the_workshops_citations_are_checked_against_the_claims_this_run_verified(

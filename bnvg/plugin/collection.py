@@ -72,7 +72,18 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
     # Citations read the whole log, so --workshop runs in one process too; and when pytest's
-    # cache holds every trained run, there is nothing left worth a second process.
-    if narrowed(config) or config.getoption("bnvg_workshop") or all_runs_stored(config):
+    # cache holds every trained run, the claims leave nothing worth a second process (other
+    # tests beside them, such as the project's own, still use every core).
+    if narrowed(config) or config.getoption("bnvg_workshop"):
+        return 0
+    if only_claims(config) and all_runs_stored(config):
         return 0
     return None
+
+
+def only_claims(config: pytest.Config) -> bool:
+    """Whether every path on the command line lies in the claims folder (bare `pytest` runs
+    the testpaths, which are the claims)."""
+    claims = (config.rootpath / "claims").resolve()
+    paths = [Path(arg.split("::")[0]) for arg in config.args]
+    return all((config.invocation_params.dir / p).resolve().is_relative_to(claims) for p in paths)
