@@ -19,7 +19,7 @@ def test_two_moons_has_1000_points_500_per_class_with_noise_0_1(data, workshop, 
 @pytest.mark.log_lines("S1 split")
 def test_800_points_train_and_200_never_trained_on_points_test(data, quoted):
     """Workshop: "split: 800 train / 200 test"."""
-    line = fill.split(len(data.X_train), len(data.X_test))
+    line = fill.split(data.n_train, data.n_test)
     quoted.lines(line, holds={"training points": exactly(800), "test points": exactly(200)})
 
 

@@ -1,10 +1,7 @@
 """[S3] The networks: one class for every variant, every variant from the same starting weights."""
 
 import pytest
-import torch
 
-from bnvg.experiment.config import NetSpec
-from bnvg.experiment.model import parameter_count, weight_checksum
 from bnvg.log import fill
 from bnvg.log.readings import at_most, exactly
 
@@ -12,32 +9,29 @@ CHECKSUM_LINES = ["S3 checksum plain", "S3 checksum bn", "S3 identical weights"]
 
 
 @pytest.mark.log_lines("S3 parameters")
-def test_plain_net_has_77_parameters(fresh_network, quoted):
+def test_plain_net_has_77_parameters(starting_weights, quoted):
     """Workshop: "plain net parameters: 77": 2->4, three 4->4 hidden layers and 4->1, with biases."""
-    n = parameter_count(fresh_network(NetSpec()))
+    n = starting_weights.parameters
     quoted.lines(fill.parameters(n), holds={"parameters": exactly(77)})
     assert n == (2 * 4 + 4) + 3 * (4 * 4 + 4) + (4 + 1)
 
 
 @pytest.mark.log_lines(*CHECKSUM_LINES)
-def test_plain_and_batch_norm_nets_start_from_identical_weights(fresh_network, quoted):
+def test_plain_and_batch_norm_nets_start_from_identical_weights(starting_weights, quoted):
     """Workshop: "identical starting weights: True": the checksums agree, and so does every weight."""
-    plain, bn = fresh_network(NetSpec()), fresh_network(NetSpec(norm="batch"))
-    for p_lin, b_lin in zip([*plain.hidden, plain.out], [*bn.hidden, bn.out], strict=True):
-        assert torch.equal(p_lin.weight, b_lin.weight)
-        assert torch.equal(p_lin.bias, b_lin.bias)
-    lines = fill.checksums(weight_checksum(plain), weight_checksum(bn))
+    w = starting_weights  # `identical`: every weight and bias compared (bnvg.experiment.facts)
+    lines = fill.checksums(w.checksum_plain, w.checksum_batch_norm)
     quoted.lines(lines, holds={"checksums equal": exactly(True)})
+    assert w.identical
 
 
 @pytest.mark.log_lines("S3 layer-2 weights")
 def test_default_init_keeps_layer_2_weights_below_one_half_with_std_0_31(
-    workshop, fresh_network, quoted
+    workshop, starting_weights, quoted
 ):
     """Workshop: "layer-2 weight stats: std = 0.3114, max|w| = 0.4777 (PyTorch default init, fan_in = 4)":
     PyTorch draws from U(-1/sqrt(fan_in), 1/sqrt(fan_in)) = U(-0.5, 0.5), a sub-unity scale."""
-    w = fresh_network(NetSpec()).hidden[1].weight
-    std, max_abs = w.std().item(), w.abs().max().item()
+    std, max_abs = starting_weights.layer2_std, starting_weights.layer2_max_abs
     quoted.lines(
         fill.weight_stats(std, max_abs), holds={"max |w|": at_most(1 / workshop.width**0.5)}
     )

@@ -65,7 +65,7 @@ def test_decision_boundaries_figure_is_drawn(runs, data, figure, quoted):
     the moons, batch norm's bends between them. The nets are checked through their training
     histories, which every weight of theirs shapes."""
     panels = [
-        (title, run.network(), run.history.final_acc)
+        (title, run, run.history.final_acc)
         for title, run in (("plain", runs.get("plain")), ("batch norm", runs.get("batch norm")))
     ]
     figure.draw("decision_boundaries.png", panels, data)

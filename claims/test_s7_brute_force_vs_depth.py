@@ -5,7 +5,6 @@ import math
 import pytest
 
 from bnvg.experiment.config import DEEP_DEPTH, DEEP_LRS, NetSpec
-from bnvg.experiment.measure import init_grad_ratio
 from bnvg.log import fill
 from bnvg.log.readings import above, at_least, at_most, below
 
@@ -38,17 +37,10 @@ def test_lr_50_diverges_at_depth_4(runs, quoted):
 
 
 @pytest.mark.log_lines("S7 depth 8 ratio")
-def test_depth_8_gradient_ratio_is_4_97e_07_plain_versus_0_337_with_batch_norm(
-    data, fresh_network, quoted
-):
+def test_depth_8_gradient_ratio_is_4_97e_07_plain_versus_0_337_with_batch_norm(init_ratio, quoted):
     """Workshop: "init gradient ratio L1/out: plain = 4.97e-07, batch norm = 3.37e-01": four more
     sigmoid layers cost the plain net another factor of ~1000; batch norm's barely moves."""
-    plain, bn = (
-        init_grad_ratio(
-            fresh_network(NetSpec(norm=norm, depth=DEEP_DEPTH)), data.X_train, data.y_train
-        )
-        for norm in ("none", "batch")
-    )
+    plain, bn = (init_ratio(NetSpec(norm=norm, depth=DEEP_DEPTH)) for norm in ("none", "batch"))
     quoted.lines(
         fill.deep_ratio(plain, bn),
         holds={"plain gradient ratio": below(1e-6), "batch norm gradient ratio": above(0.1)},

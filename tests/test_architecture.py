@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "bnvg"
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "bnvg"
 
 
 def runtime_imports(path):
@@ -79,6 +80,34 @@ def test_the_log_the_evidence_and_the_plugin_load_without_torch_matplotlib_or_pa
         "import importlib, sys\n"
         f"for m in {modules!r}: importlib.import_module(m)\n"
         "print(sorted(h for h in ('torch', 'matplotlib', 'pandas') if h in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+# What a claims session imports before it computes anything: with every result in pytest's
+# cache it computes nothing, and must not pay for importing torch.
+TORCH_FREE_EXPERIMENT = (
+    "bnvg.experiment.config",
+    "bnvg.experiment.data",
+    "bnvg.experiment.facts",
+    "bnvg.experiment.kernels",
+    "bnvg.experiment.platform",
+    "bnvg.experiment.results",
+    "bnvg.experiment.run_cache",
+    "bnvg.experiment.runs",
+    "bnvg.experiment.torch_facts",
+    "bnvg.figures.series",
+)
+
+
+def test_the_claims_and_what_they_read_load_without_torch():
+    claims = sorted(p.stem for p in (ROOT / "claims").glob("test_*.py"))
+    probe = (
+        "import importlib, sys\n"
+        f"sys.path.insert(0, {str(ROOT / 'claims')!r})\n"
+        f"for m in {[*TORCH_FREE_EXPERIMENT, *claims]!r}: importlib.import_module(m)\n"
+        "print(sorted(h for h in ('torch', 'matplotlib') if h in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

@@ -51,10 +51,17 @@ def test_a_warm_run_reuses_every_network_and_figure_and_writes_the_same_bytes(
     assert differing_figures(cold.diagrams, Places(ROOT)) == []
 
 
-def test_reusing_imports_neither_torch_dynamo_nor_matplotlib(cold_then_warm):
+def test_a_warm_run_imports_neither_torch_nor_matplotlib(cold_then_warm):
+    """Every network, figure and other computed result is reused: nothing needs torch."""
     _, warm = cold_then_warm
     assert "matplotlib imported: False" in warm.stdout  # the probe plugin's own lines
-    assert "torch._dynamo imported: False" in warm.stdout
+    assert "torch imported: False" in warm.stdout
+    assert set(warm.record.results_reused) >= {
+        "S2 sigmoid facts",
+        "S3 starting weights",
+        "S4 at-init measurements",
+        "S9 eval bug",
+    }
 
 
 def test_the_summary_says_which_runs_were_reused_when_and_on_what(cold_then_warm):
@@ -109,19 +116,26 @@ def scratch(tmp_path):
     return scratch_copy(ROOT, tmp_path / "project")
 
 
-def test_editing_a_comment_of_the_training_code_trains_again_and_of_other_code_does_not(
-    tmp_path, shared_cache
-):
-    """In a copy of the project with its own bnvg (its conftest.py puts it first on sys.path)."""
+def editable_copy(tmp_path, shared_cache, select):
+    """A copy of the project with a bnvg of its own to edit, and a function that runs its
+    claims selected by `-k select` (on a copy of the session's cache) and returns the record."""
     project = scratch(tmp_path)
     shutil.copytree(ROOT / "bnvg", project / "bnvg", ignore=shutil.ignore_patterns("__pycache__"))
     cache = own_copy(shared_cache, tmp_path)
 
     def run(out):
-        done = run_claims(["-k", "eval_bug"], cwd=project, outputs=tmp_path / out, cache_dir=cache)
+        done = run_claims(["-k", select], cwd=project, outputs=tmp_path / out, cache_dir=cache)
         assert done.returncode == 0, done.tail()
         return done.record
 
+    return project, run
+
+
+def test_editing_a_comment_of_the_training_code_trains_again_and_of_other_code_does_not(
+    tmp_path, shared_cache
+):
+    """In a copy of the project with its own bnvg (its conftest.py puts it first on sys.path)."""
+    project, run = editable_copy(tmp_path, shared_cache, "eval_bug")
     assert run("a").reused == ("batch norm",)  # the same source as the session's cold run
     eval_bug_py = project / "bnvg" / "experiment" / "eval_bug.py"
     eval_bug_py.write_text(eval_bug_py.read_text() + "# a comment\n")
@@ -167,3 +181,16 @@ def test_two_sessions_sharing_a_cache_train_a_run_once(tmp_path):
     ]
     said = [p.communicate(timeout=600)[0].strip() for p in procs]
     assert set(said) == {"0 () ('batch norm',)", "0 ('batch norm',) ()"}  # one trained, one reused
+
+
+def test_editing_a_source_a_computed_result_depends_on_computes_it_again(tmp_path, shared_cache):
+    """The at-init measurements run bnvg/experiment/ (measure.py among it): a comment there
+    computes them again; one in the log's text (bnvg/log/) reuses them."""
+    project, run = editable_copy(tmp_path, shared_cache, "3000x")
+    assert "S4 at-init measurements" in run("a").results_reused
+    fill_py = project / "bnvg" / "log" / "fill.py"
+    fill_py.write_text(fill_py.read_text() + "# a comment\n")
+    assert "S4 at-init measurements" in run("b").results_reused
+    measure_py = project / "bnvg" / "experiment" / "measure.py"
+    measure_py.write_text(measure_py.read_text() + "# a comment\n")
+    assert run("c").results_reused == ()

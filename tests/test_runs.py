@@ -12,6 +12,7 @@ from bnvg.experiment.measure import init_grad_ratio
 from bnvg.experiment.model import build_network
 from bnvg.experiment.run_cache import RunCache
 from bnvg.experiment.runs import RUNS, RunSpec
+from bnvg.experiment.torch_facts import torch_facts
 from bnvg.experiment.train import train_run
 from bnvg.store import Entry, Store
 
@@ -80,7 +81,7 @@ def test_the_key_covers_the_code_the_recipe_the_spec_and_the_platform(tmp_path, 
     import bnvg.experiment.run_cache as run_cache
     import bnvg.experiment.runs as runs
 
-    where = run_cache.run_platform()
+    where = run_cache.run_platform(torch_facts(), 1)
     key = runs.run_key(RUNS["plain"], SHORT, where)
     assert key == runs.run_key(RUNS["plain"], SHORT, dict(where))
     others = [

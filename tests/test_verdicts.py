@@ -116,7 +116,7 @@ def test_a_percent_reading_compares_in_percent():
 
 
 def batch_norm_history():
-    from bnvg.experiment.train import History
+    from bnvg.experiment.results import History
 
     here = history_table("batch norm", History((1, 50, 100), (0.7, 0.4, 0.27), (0.5, 0.9, 0.94)))
     mine = Table(here.name, here.title, "step", ("1", "50", "100"), here.columns)

@@ -43,6 +43,7 @@ class Record:
     reused: tuple[str, ...] = ()  # runs loaded from pytest's cache instead of trained
     damaged: tuple[str, ...] = ()  # cached runs found damaged, and so trained again
     figures_reused: tuple[str, ...] = ()  # drawings copied from pytest's cache
+    results_reused: tuple[str, ...] = ()  # other computed results loaded from pytest's cache
     platform: Mapping[str, str] = field(default_factory=dict)
     # Where the platform stands with the evidence: kind ("reference", "held", "new"), this
     # platform's id and the reference's (`bnvg.evidence.verdicts`).
@@ -66,6 +67,7 @@ class Record:
             "reused": list(self.reused),
             "damaged": list(self.damaged),
             "figures reused": list(self.figures_reused),
+            "results reused": list(self.results_reused),
             "claims": {nodeid: _result_json(c) for nodeid, c in self.claims.items()},
             "citations": {nodeid: _result_json(c) for nodeid, c in self.citations.items()},
             "readings": {name: r.to_json() for name, r in self.readings.items()},
@@ -86,6 +88,7 @@ class Record:
             reused=tuple(data["reused"]),
             damaged=tuple(data["damaged"]),
             figures_reused=tuple(data["figures reused"]),
+            results_reused=tuple(data.get("results reused", ())),
             platform=data["platform"],
             standing=data.get("standing", {}),
             options=data["options"],

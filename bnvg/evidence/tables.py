@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from bnvg.experiment.train import History
+    from bnvg.experiment.results import History
 
 Column = npt.NDArray[Any]
 

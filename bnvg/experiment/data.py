@@ -9,14 +9,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-import torch
 
 from bnvg.experiment.config import WORKSHOP, Workshop
 
+if TYPE_CHECKING:
+    import torch
+
 FloatArray = npt.NDArray[np.float32]
+
+
+def _tensor(array: FloatArray) -> torch.Tensor:
+    """A fresh tensor of a copy of `array` (the points are numpy's: drawing them, and the
+    claims that only count or measure them, need no torch)."""
+    from bnvg.experiment.runtime import torch
+
+    return torch.from_numpy(array.copy())
 
 
 @dataclass(frozen=True)
@@ -33,19 +44,24 @@ class TwoMoons:
 
     @property
     def X_train(self) -> torch.Tensor:
-        return torch.from_numpy(self.X[: self.n_train].copy())
+        return _tensor(self.X[: self.n_train])
 
     @property
     def y_train(self) -> torch.Tensor:
-        return torch.from_numpy(self.y[: self.n_train].copy())
+        return _tensor(self.y[: self.n_train])
 
     @property
     def X_test(self) -> torch.Tensor:
-        return torch.from_numpy(self.X[self.n_train :].copy())
+        return _tensor(self.X[self.n_train :])
 
     @property
     def y_test(self) -> torch.Tensor:
-        return torch.from_numpy(self.y[self.n_train :].copy())
+        return _tensor(self.y[self.n_train :])
+
+    @property
+    def n_test(self) -> int:
+        """The points after the first `n_train`: never trained on."""
+        return len(self.X[self.n_train :])
 
     def feature_std(self) -> tuple[float, float]:
         """Standard deviation of x1 and x2 over all points (float32, as numpy computes it)."""

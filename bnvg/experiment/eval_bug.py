@@ -9,25 +9,13 @@ running averages learned in training and removes the dependence on batch composi
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 
-import torch
 from torch import nn
 
 from bnvg.experiment.config import EVAL_BUG_BATCH
 from bnvg.experiment.model import TinyNet
-
-
-@dataclass(frozen=True)
-class EvalBug:
-    """Test accuracy of one trained batch-norm net, predicted three ways."""
-
-    eval_mode: float  # model.eval(): running statistics (correct)
-    train_mode_full_batch: float  # train mode, the whole test set as one batch
-    train_mode_small_batches: float  # train mode, the test set `batch` points at a time
-    batch: int  # the small batch size (2: the smallest batch norm can normalise)
-    gamma: tuple[float, ...]  # learned scale of the first batch-norm layer, one per neuron
-    beta: tuple[float, ...]  # learned shift of the first batch-norm layer
+from bnvg.experiment.results import EvalBug
+from bnvg.experiment.runtime import torch
 
 
 def _correct(logits: torch.Tensor) -> torch.Tensor:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 from collections.abc import Mapping, MutableMapping
 from functools import cache
 from pathlib import Path
@@ -83,6 +84,23 @@ def has_avx2() -> bool:
     # No /proc/cpuinfo (macOS, Windows): every x86-64 Mac and PC of the last decade has AVX2,
     # and torch's own check says so once imported; before that, trust the architecture.
     return True
+
+
+THREADS = "BNVG_TORCH_THREADS"  # the intra-op thread count torch is to compute with
+
+
+def use_threads(threads: int) -> None:
+    """Compute with `threads` intra-op threads in this process, and in the processes it
+    starts: torch, imported through `bnvg.experiment.runtime`, reads the count on import;
+    if it is imported already, it is told now. Does not import torch."""
+    os.environ[THREADS] = str(threads)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+
+
+def cpu_flags() -> str:
+    """The first processor's feature flags (what ATen's dispatch reads), "" elsewhere."""
+    return _cpuinfo().get("flags", "")
 
 
 def cpu() -> str:

@@ -10,54 +10,13 @@ weight gradient to the output layer's: ~1e-4 for the plain sigmoid net, ~0.2 wit
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-
-import torch
 
 from bnvg.experiment.metrics import bce
 from bnvg.experiment.model import TinyNet
+from bnvg.experiment.results import AtInit, LayerStats
+from bnvg.experiment.runtime import torch
 
 SATURATED_SLOPE = 0.05  # a sigmoid slope below this sits deep in a flat zone
-
-
-@dataclass(frozen=True)
-class LayerStats:
-    """One hidden layer's row of the S4 table."""
-
-    layer: int  # 1-based, as the workshop counts
-    w_grad: float  # ||dL/dW_k||, Frobenius norm
-    h_grad: float  # ||dL/dh_k||, the backward signal arriving at this layer's output
-    z_pre_std: float  # std of the Linear output
-    z_std: float  # std after normalisation (batch norm pins it near 1)
-    h_std: float  # std of the activation
-    slope: float  # mean sigmoid slope sigma'(z) over the batch (at most 0.25)
-    sat_pct: float  # % of units whose slope is below SATURATED_SLOPE
-    w_gain: float  # RMS singular value of W_k: ||W||_F / sqrt(min(shape))
-
-
-@dataclass(frozen=True)
-class AtInit:
-    """The whole S4 measurement of one network."""
-
-    loss: float
-    layers: tuple[LayerStats, ...]
-    out_grad: float  # ||dL/dW|| of the output layer
-
-    @property
-    def grad_ratio(self) -> float:
-        """Layer-1 weight gradient over the output layer's: the vanishing-gradient fingerprint."""
-        return self.layers[0].w_grad / self.out_grad
-
-    @property
-    def times_smaller(self) -> float:
-        """How many times smaller the layer-1 gradient is than the output's (e.g. 3015)."""
-        return self.out_grad / self.layers[0].w_grad
-
-    @property
-    def shrink_factors(self) -> tuple[float, ...]:
-        """||dL/dh_k|| / ||dL/dh_k+1|| for k = 1 .. depth-1: the per-layer backward shrink."""
-        ls = self.layers
-        return tuple(ls[k].h_grad / ls[k + 1].h_grad for k in range(len(ls) - 1))
 
 
 def measure_at_init(net: TinyNet, X: torch.Tensor, y: torch.Tensor) -> AtInit:

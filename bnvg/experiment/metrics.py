@@ -6,8 +6,9 @@ stable for large logits; its gradient with respect to the logit is p - y (sectio
 
 from __future__ import annotations
 
-import torch
 from torch import nn
+
+from bnvg.experiment.runtime import torch
 
 bce = nn.BCEWithLogitsLoss()  # stateless: one instance serves every caller
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import torch
 from torch import nn
 
 from bnvg.experiment.config import PLAIN, WORKSHOP, NetSpec, Workshop
+from bnvg.experiment.runtime import torch
 
 N_FEATURES = 2  # two-moons points are (x1, x2)
 

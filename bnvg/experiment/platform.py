@@ -24,22 +24,25 @@ from bnvg.experiment import kernels
 NOT_SET = "(not set)"
 
 
-def current(threads: int | None = None) -> dict[str, str]:
-    """This process's platform (imports torch)."""
-    import torch
+def current(threads: int, facts: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's platform, computing with `threads` intra-op threads. `facts`: what
+    torch says of it (`bnvg.experiment.torch_facts`); without them, torch is asked."""
+    if facts is None:
+        from bnvg.experiment.torch_facts import torch_facts
 
+        facts = torch_facts()
     return {
         "python": platform.python_version(),
-        "torch": str(torch.__version__),  # a TorchVersion, which xdist cannot ship
+        "torch": facts["torch"],
         "numpy": metadata.version("numpy"),
         "matplotlib": metadata.version("matplotlib"),
         "machine": platform.machine(),
         "cpu": kernels.cpu(),
-        "cpu capability": torch.backends.cpu.get_cpu_capability(),  # what ATen dispatches to
+        "cpu capability": facts["cpu capability"],  # what ATen dispatches to
         "numpy simd": numpy_simd(),
         **{name: os.environ.get(name, NOT_SET) for name in kernels.REFERENCE},
         "set by the user": ", ".join(kernels.set_by_user()) or "none",
-        "torch threads": str(threads if threads is not None else torch.get_num_threads()),
+        "torch threads": str(threads),
     }
 
 

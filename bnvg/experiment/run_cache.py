@@ -11,6 +11,9 @@ a finished run is saved there under a key that covers everything its numbers dep
 - the torch and numpy versions, the CPU capability torch dispatches to, the torch thread
   count, and the Python version.
 
+A run's history is kept in its entry's description and its weights in the content, loaded
+when a claim first asks for the network: a session that reads only histories needs no torch.
+
 Change any of them and no entry has the key: the run is trained again. A process that needs
 a run another process is training waits for it and loads it; a damaged entry is reported and
 trained again. Loading is exact: the saved tensors and floats are the trained ones, bit for bit.
@@ -19,18 +22,21 @@ trained again. Loading is exact: the saved tensors and floats are the trained on
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import cache
 from types import MappingProxyType
 from typing import Any
 
-import torch
 from filelock import Timeout
 
+from bnvg.experiment import kernels
 from bnvg.experiment.config import WORKSHOP, Workshop
 from bnvg.experiment.data import two_moons
 from bnvg.experiment.platform import numpy_simd
+from bnvg.experiment.results import History, TrainedRun
 from bnvg.experiment.runs import (
     RUNS,
     RunSpec,
@@ -40,18 +46,30 @@ from bnvg.experiment.runs import (
     run_key,
     run_named,
 )
-from bnvg.experiment.train import History, TrainedRun, train_run
+from bnvg.experiment.torch_facts import torch_facts
 from bnvg.store import Damaged, Entry, Store
 
 
-def run_platform() -> dict[str, str]:
-    """What besides the code decides a run's numbers in this process."""
+def run_platform(facts: Mapping[str, str], threads: int) -> dict[str, str]:
+    """What besides the code decides a run's numbers in this process: torch's facts
+    (`bnvg.experiment.torch_facts`) and what can be read without torch."""
     return {
-        **platform_without_torch(torch.get_num_threads()),
-        "torch": str(torch.__version__),
-        "cpu capability": torch.backends.cpu.get_cpu_capability(),
+        **platform_without_torch(threads),
+        "torch": facts["torch"],
+        "cpu capability": facts["cpu capability"],
         "numpy simd": numpy_simd(),
     }
+
+
+def session_threads() -> int:
+    """The intra-op thread count this process computes with (`kernels.use_threads`), read
+    without importing torch where the session chose it."""
+    chosen = os.environ.get(kernels.THREADS)
+    if chosen:
+        return int(chosen)
+    from bnvg.experiment.runtime import torch
+
+    return torch.get_num_threads()
 
 
 @dataclass(frozen=True)
@@ -64,20 +82,41 @@ class Reused:
 
 
 def _to_bytes(run: TrainedRun) -> bytes:
-    h = run.history
+    """The entry's content: the final weights (the history goes into its description, where
+    a session reads it without torch)."""
+    from bnvg.experiment.runtime import torch
+
     buffer = io.BytesIO()
-    torch.save(
-        {"history": [list(h.step), list(h.loss), list(h.test_acc)], "state": dict(run._state)},
-        buffer,
-    )
+    torch.save({"state": dict(run.state())}, buffer)
     return buffer.getvalue()
 
 
-def _from_bytes(spec: RunSpec, content: bytes) -> TrainedRun:
-    payload = torch.load(io.BytesIO(content), weights_only=True)
-    step, loss, acc = payload["history"]
+def _history_json(h: History) -> list[list[float]]:
+    return [list(h.step), list(h.loss), list(h.test_acc)]
+
+
+def _weights(content: bytes) -> Callable[[], Mapping[str, Any]]:
+    """The weights of an entry, loaded (with torch) when first asked for."""
+
+    @cache
+    def load() -> Mapping[str, Any]:
+        from bnvg.experiment.runtime import torch
+
+        payload = torch.load(io.BytesIO(content), weights_only=True)
+        return MappingProxyType(payload["state"])
+
+    return load
+
+
+def _from_entry(spec: RunSpec, entry: Entry, key: str) -> TrainedRun:
+    if "history" in entry.about:
+        step, loss, acc = entry.about["history"]
+    else:  # an entry written before histories moved into the description
+        from bnvg.experiment.runtime import torch
+
+        step, loss, acc = torch.load(io.BytesIO(entry.content), weights_only=True)["history"]
     history = History(step=tuple(step), loss=tuple(loss), test_acc=tuple(acc))
-    return TrainedRun(spec=spec, history=history, _state=MappingProxyType(payload["state"]))
+    return TrainedRun(spec=spec, history=history, _state=_weights(entry.content), key=key)
 
 
 class RunCache:
@@ -97,6 +136,7 @@ class RunCache:
         on_event: Callable[[str, str, Any], None] | None = None,
         session: str = "",
         recompute: bool = False,
+        facts: Callable[[], Mapping[str, str]] | None = None,
     ) -> None:
         self.workshop = workshop
         self.store = store
@@ -105,12 +145,18 @@ class RunCache:
         self.recompute = recompute
         self.trained: list[str] = []
         self._done: dict[RunSpec, TrainedRun] = {}
+        self._facts = facts or torch_facts
         self._where: dict[str, str] | None = None
 
-    def key(self, spec: RunSpec) -> str:
+    @property
+    def where(self) -> dict[str, str]:
+        """This process's platform, as the runs' keys name it."""
         if self._where is None:
-            self._where = run_platform()
-        return run_key(spec, self.workshop, self._where)
+            self._where = run_platform(self._facts(), session_threads())
+        return self._where
+
+    def key(self, spec: RunSpec) -> str:
+        return run_key(spec, self.workshop, self.where)
 
     def get(self, spec: RunSpec | str) -> TrainedRun:
         name = spec if isinstance(spec, str) else _name_of(spec)
@@ -152,19 +198,22 @@ class RunCache:
         return found
 
     def _train_and_keep(self, spec: RunSpec, name: str, key: str) -> TrainedRun:
+        from bnvg.experiment.train import train_run
+
         run = train_run(spec, two_moons(self.workshop), self.workshop)
         self.trained.append(name)
         self.on_event("trained", name, None)
         if self.store is not None:
             about = {
                 "run": name,
-                "inputs": run_inputs(spec, self.workshop, self._where or run_platform()),
+                "inputs": run_inputs(spec, self.workshop, self.where),
                 "trained at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-                "platform": self._where or run_platform(),
+                "platform": self.where,
                 "session": self.session,
+                "history": _history_json(run.history),
             }
             self.store.put(key, _to_bytes(run), about)
-        return run
+        return replace(run, key=key)
 
     def _load_or_train(self, spec: RunSpec, name: str) -> TrainedRun:
         if self.store is None:
@@ -175,7 +224,7 @@ class RunCache:
             entry = self._usable(key, name)
             if entry is None:
                 return self._train_and_keep(spec, name, key)
-        run = _from_bytes(spec, entry.content)
+        run = _from_entry(spec, entry, key)
         if entry.about.get("session") != self.session:
             detail = Reused(
                 name, str(entry.about.get("trained at")), entry.about.get("platform", {})

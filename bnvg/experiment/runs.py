@@ -36,6 +36,8 @@ RUN_SOURCES = (
     "measure.py",
     "train.py",
     "runs.py",
+    "results.py",  # what a run returns
+    "runtime.py",  # torch, with the session's thread count
 )
 
 

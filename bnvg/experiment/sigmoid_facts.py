@@ -11,10 +11,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import torch
 from torch import nn
 
 from bnvg.experiment.config import CHECK_LABEL, CHECK_LOGIT
+from bnvg.experiment.results import LogitGradient
+from bnvg.experiment.runtime import torch
 
 
 @dataclass(frozen=True)
@@ -52,17 +53,6 @@ def slope_at(z: float) -> float:
 def bce_at_half() -> float:
     """BCE of the prediction p = 0.5, whatever the label: -ln 0.5 = ln 2."""
     return -math.log(0.5)
-
-
-@dataclass(frozen=True)
-class LogitGradient:
-    """Autograd's dL/dz for BCE(sigmoid(z), y), beside the closed form p - y."""
-
-    z: float
-    y: float
-    p: float
-    formula: float  # p - y
-    autograd: float  # dL/dz from loss.backward()
 
 
 def bce_logit_gradient(z: float = CHECK_LOGIT, y: float = CHECK_LABEL) -> LogitGradient:

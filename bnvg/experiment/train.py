@@ -7,47 +7,16 @@ and the held-out test accuracy, both in eval mode.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 
-import torch
-
-from bnvg.experiment.config import TARGET_ACCURACY, WORKSHOP, Workshop
+from bnvg.experiment.config import WORKSHOP, Workshop
 from bnvg.experiment.data import TwoMoons
 from bnvg.experiment.measure import init_grad_ratio
 from bnvg.experiment.metrics import accuracy, bce
 from bnvg.experiment.model import TinyNet, build_network
+from bnvg.experiment.results import History, TrainedRun
 from bnvg.experiment.runs import RunSpec
-
-
-@dataclass(frozen=True)
-class History:
-    """What one training run recorded, at steps 1, eval_every, 2 * eval_every, ..."""
-
-    step: tuple[int, ...]
-    loss: tuple[float, ...]  # full training-set BCE
-    test_acc: tuple[float, ...]  # fraction of the test set classified correctly
-
-    @property
-    def final_loss(self) -> float:
-        return self.loss[-1]
-
-    @property
-    def final_acc(self) -> float:
-        return self.test_acc[-1]
-
-    @property
-    def best_acc(self) -> float:
-        return max(self.test_acc)
-
-    @property
-    def first_step_at_target(self) -> int | None:
-        """The first recorded step with test accuracy >= 90%, or None if it never got there."""
-        return next(
-            (s for s, a in zip(self.step, self.test_acc, strict=True) if a >= TARGET_ACCURACY),
-            None,
-        )
+from bnvg.experiment.runtime import torch
 
 
 def train(net: TinyNet, data: TwoMoons, lr: float, workshop: Workshop = WORKSHOP) -> History:
@@ -81,23 +50,6 @@ def train(net: TinyNet, data: TwoMoons, lr: float, workshop: Workshop = WORKSHOP
     return History(step=tuple(steps), loss=tuple(losses), test_acc=tuple(accs))
 
 
-@dataclass(frozen=True)
-class TrainedRun:
-    """A finished run: its history, and its final weights kept out of anyone's reach."""
-
-    spec: RunSpec
-    history: History
-    _state: Mapping[str, torch.Tensor] = field(repr=False)
-
-    def network(self, workshop: Workshop = WORKSHOP) -> TinyNet:
-        """A fresh copy of the trained network, in eval mode; changing it changes nothing
-        any other caller sees."""
-        net = build_network(self.spec.net, workshop)
-        net.load_state_dict({k: v.clone() for k, v in self._state.items()})
-        net.eval()
-        return net
-
-
 def train_run(spec: RunSpec, data: TwoMoons, workshop: Workshop = WORKSHOP) -> TrainedRun:
     """Build, optionally probe, and train one run from scratch."""
     net = build_network(spec.net, workshop)
@@ -105,4 +57,4 @@ def train_run(spec: RunSpec, data: TwoMoons, workshop: Workshop = WORKSHOP) -> T
         init_grad_ratio(net, data.X_train, data.y_train)
     history = train(net, data, spec.lr, workshop)
     state = MappingProxyType({k: v.detach().clone() for k, v in net.state_dict().items()})
-    return TrainedRun(spec=spec, history=history, _state=state)
+    return TrainedRun(spec=spec, history=history, _state=lambda: state)

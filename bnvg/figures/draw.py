@@ -19,13 +19,14 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no screen; must precede pyplot's import
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from bnvg.evidence.tables import Table
 from bnvg.experiment.data import TwoMoons
 from bnvg.experiment.model import TinyNet
+from bnvg.experiment.results import TrainedRun
+from bnvg.experiment.runtime import torch
 from bnvg.files import replacing
 
 RED, GREEN, BLUE, ORANGE, PURPLE = "#d32f2f", "#2e7d32", "#1976d2", "#ef6c00", "#6a1b9a"
@@ -265,12 +266,12 @@ def _decision_boundary(ax: Axes, net: TinyNet, data: TwoMoons, title: str) -> No
 
 
 def decision_boundaries(
-    panels: Sequence[tuple[str, TinyNet, float]], data: TwoMoons, folder: Path
+    panels: Sequence[tuple[str, TrainedRun, float]], data: TwoMoons, folder: Path
 ) -> Path:
-    """One panel per (name, trained net, its test accuracy)."""
+    """One panel per (name, trained run, its test accuracy)."""
     fig, axes = plt.subplots(1, len(panels), figsize=(9.6, 4.0))
-    for ax, (name, net, acc) in zip(axes, panels, strict=True):
-        _decision_boundary(ax, net, data, f"{name}: {acc * 100:.1f}% test accuracy")
+    for ax, (name, run, acc) in zip(axes, panels, strict=True):
+        _decision_boundary(ax, run.network(), data, f"{name}: {acc * 100:.1f}% test accuracy")
     fig.suptitle("What each trained network actually learned (black line = decision boundary)")
     return save(fig, folder, "decision_boundaries.png")
 

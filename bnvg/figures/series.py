@@ -6,7 +6,9 @@ then draws exactly them (`bnvg.figures.draw`). The arrays keep the dtype the scr
 script's. Training curves are not here: they are the runs' histories
 (`bnvg.evidence.tables.history_table`), stored once per run.
 
-No matplotlib here: checking the numbers does not need it.
+No matplotlib here: checking the numbers does not need it. torch only where a curve is
+torch's (imported there): the tables of the data set, the at-init measurements and the
+geometric decay are made without it.
 """
 
 from __future__ import annotations
@@ -15,13 +17,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from bnvg.evidence.tables import Table, figure_table
 
 if TYPE_CHECKING:
     from bnvg.experiment.data import TwoMoons
-    from bnvg.experiment.measure import AtInit
+    from bnvg.experiment.results import AtInit
     from bnvg.experiment.sigmoid_facts import SlopeCurve
 
 BCE_GRID = (0.001, 0.999, 999)  # predicted probabilities p at which the loss is drawn
@@ -48,8 +49,17 @@ def sigmoid_and_slope(curve: SlopeCurve) -> Table:
     )
 
 
+def sigmoid_and_slope_curve() -> Table:
+    """The sigmoid and its slope on the workshop's grid (`sigmoid_facts.slope_curve`)."""
+    from bnvg.experiment.sigmoid_facts import slope_curve
+
+    return sigmoid_and_slope(slope_curve())
+
+
 def bce_loss() -> Table:
     """The loss for each label over the predicted probability p."""
+    from bnvg.experiment.runtime import torch
+
     ps = torch.linspace(*BCE_GRID)
     return figure_table(
         "bce_loss.png",
@@ -64,6 +74,8 @@ def bce_loss() -> Table:
 
 
 def relu_and_slope() -> Table:
+    from bnvg.experiment.runtime import torch
+
     zs = torch.linspace(*RELU_GRID)
     return figure_table(
         "relu_and_deriv.png",

@@ -18,10 +18,7 @@ from bnvg.log.layout import AT_INIT_NETS, LogLine, line_named
 
 if TYPE_CHECKING:
     from bnvg.experiment.data import TwoMoons
-    from bnvg.experiment.eval_bug import EvalBug
-    from bnvg.experiment.measure import AtInit
-    from bnvg.experiment.sigmoid_facts import LogitGradient, SlopeCurve
-    from bnvg.experiment.train import History
+    from bnvg.experiment.results import AtInit, EvalBug, History, LogitGradient
 
 
 def versions(torch_version: str, numpy_version: str) -> LogLine:
@@ -51,8 +48,8 @@ def feature_std(x1: float, x2: float) -> LogLine:
 # -- S2 -----------------------------------------------------------------------------------------
 
 
-def max_slope(curve: SlopeCurve) -> LogLine:
-    return line_named("S2 max slope").fill(slope=curve.max_slope, z=curve.argmax_z)
+def max_slope(slope: float, z: float) -> LogLine:
+    return line_named("S2 max slope").fill(slope=slope, z=z)
 
 
 def saturated_slope(slope: float) -> LogLine:

@@ -6,6 +6,8 @@
 - `standing`: where this session's platform stands with the evidence (reference, held, new);
 - `figures`: `figure`, which checks what a figure plots, then draws it or reuses its drawing;
 - `runs`: trained networks declared per claim, trained once, their histories verified;
+- `computed`: every other result that takes torch, computed once and reused from pytest's
+  cache, so a session that computes nothing imports no torch;
 - `quoting`, `numbers`, `text_snapshots`: the checks against the two snapshot libraries;
 - `controller`: gathers every claim's evidence; writes results.log (`results_log`), the
   claims report (`claims_report`) and the session record;
@@ -27,6 +29,7 @@ pytest_plugins = [
     "bnvg.plugin.fixtures",
     "bnvg.plugin.figures",
     "bnvg.plugin.runs",
+    "bnvg.plugin.computed",
     "bnvg.plugin.controller",
     "bnvg.plugin.citation_items",
     "bnvg.plugin.html_report",

@@ -28,6 +28,7 @@ from bnvg.plugin import claims_report, results_log
 from bnvg.plugin.collection import is_citation, narrowed
 from bnvg.plugin.options import SETTINGS, UPDATE_COMMAND, Settings, is_controller, settings
 from bnvg.plugin.outcomes import ClaimOutcome, owned_keys, sentence_of
+from bnvg.plugin.platform_facts import process_facts
 from bnvg.plugin.runs import RUN_EVENTS, RUN_EVENTS_OUTPUT
 from bnvg.plugin.standing import recorded_platform
 
@@ -95,7 +96,7 @@ class Controller:
         s, root = self.settings, self.config.rootpath
         claims = self.claim_outcomes
         if not self.platform and any(c.ran for c in claims.values()):
-            self.platform = platform.current(s.torch_threads)
+            self.platform = platform.current(s.torch_threads, process_facts(self.config))
             if not s.update:
                 self.standing = _standing_of(self.config)
         if any(c.owns and c.ran for c in claims.values()):
@@ -163,6 +164,7 @@ class Controller:
             reused=tuple(dict.fromkeys(name for name, _ in self._runs("reused"))),
             damaged=tuple(dict.fromkeys(name for name, _ in self._runs("damaged"))),
             figures_reused=tuple(dict.fromkeys(n for n, _ in self._runs("figure reused"))),
+            results_reused=tuple(dict.fromkeys(n for n, _ in self._runs("result reused"))),
             platform=self.platform,
             standing=self.standing,
             options={
@@ -206,6 +208,19 @@ class Controller:
                 f"reused {len(names)} networks from pytest's cache ({when}): "
                 + "; ".join(names)
                 + ". --recompute trains them again"
+            )
+        for name, reason in self._runs("result damaged"):
+            write(f"the cached result {name!r} was damaged ({reason}): computed again")
+        results = dict.fromkeys(name for name, _ in self._runs("result reused"))
+        if results:
+            # "init gradient ratio (depth=8, norm=none, act=sigmoid)" and its kind: said once.
+            kinds: dict[str, int] = {}
+            for name in results:
+                kinds[name.split(" (")[0]] = kinds.get(name.split(" (")[0], 0) + 1
+            said = "; ".join(kind if n == 1 else f"{n} x {kind}" for kind, n in kinds.items())
+            write(
+                f"reused {len(results)} results computed earlier by the same code on this "
+                f"platform, from pytest's cache: {said}. --recompute computes them again"
             )
         figures = dict.fromkeys(name for name, _ in self._runs("figure reused"))
         if figures:
@@ -288,7 +303,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if hasattr(config, "workerinput"):
         s = settings(config)
         output = config.workeroutput  # type: ignore[attr-defined]
-        output[PLATFORM_OUTPUT] = platform.current(s.torch_threads)
+        output[PLATFORM_OUTPUT] = platform.current(s.torch_threads, process_facts(config))
         if not s.update:
             output[STANDING_OUTPUT] = _standing_of(config)
 

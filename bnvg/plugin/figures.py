@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from bnvg.evidence.tables import Table
+from bnvg.experiment.results import TrainedRun
 from bnvg.files import replacing
 from bnvg.plugin.numbers import NumberSnapshots
 from bnvg.plugin.options import fragility, settings
@@ -39,7 +40,8 @@ RENDERER = (metadata.version("matplotlib"), platform.python_version(), platform.
 
 def fingerprint(value: Any) -> list[bytes | str]:
     """What a figure's input is, as bytes: tables and arrays by content, networks by their
-    weights, containers by their items, anything else by its repr."""
+    weights, trained runs by their key in the run store (which names everything their weights
+    depend on), containers by their items, anything else by its repr."""
     if isinstance(value, Table):
         parts: list[bytes | str] = [value.name, value.index_name, repr(value.index)]
         for column, values in value.columns.items():
@@ -48,6 +50,8 @@ def fingerprint(value: Any) -> list[bytes | str]:
         return parts
     if isinstance(value, np.ndarray):
         return [str(value.dtype), repr(value.shape), np.ascontiguousarray(value).tobytes()]
+    if isinstance(value, TrainedRun):  # the same run key, the same weights
+        return ["run", value.key] if value.key else fingerprint(value.network())
     if hasattr(value, "state_dict"):  # a network: its weights and buffers decide what it draws
         return [
             part

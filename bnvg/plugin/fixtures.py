@@ -2,9 +2,10 @@
 
 Everything expensive is computed once per session and handed out frozen: results are frozen
 dataclasses of floats, and a trained network is only ever given out as a fresh copy
-(`TrainedRun.network()`), so no claim can change what another reads. The bnvg imports sit
-inside the fixtures: an xdist controller loads this plugin but runs no claim, and importing
-torch there would only delay starting the workers.
+(`TrainedRun.network()`), so no claim can change what another reads. What takes torch to
+compute goes through `computed` (`bnvg.plugin.computed`), which keeps it in pytest's cache.
+The bnvg imports sit inside the fixtures, and torch's inside the computations: a session
+that reuses every result imports no torch at all.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
 
     from bnvg.evidence.fragility import Fragility
+    from bnvg.evidence.tables import Table
     from bnvg.evidence.verdicts import Standing
     from bnvg.experiment.config import NetSpec, Workshop
     from bnvg.experiment.data import TwoMoons
-    from bnvg.experiment.measure import AtInit
-    from bnvg.experiment.model import TinyNet
+    from bnvg.experiment.facts import SigmoidFacts, StartingWeights
+    from bnvg.experiment.results import AtInit
     from bnvg.log.layout import LogLine
+    from bnvg.plugin.computed import Computed
 
 
 @pytest.fixture(scope="session")
@@ -63,29 +66,69 @@ def data(workshop: Workshop) -> TwoMoons:
 
 
 @pytest.fixture(scope="session")
-def fresh_network(workshop: Workshop) -> Callable[..., TinyNet]:
-    """Builds a freshly initialised network of a `NetSpec` from this session's starting
-    weights (the workshop's, or --init-seed's): `fresh_network(NetSpec(norm="batch"))`."""
-    from bnvg.experiment.config import PLAIN
-    from bnvg.experiment.model import build_network
+def at_init(workshop: Workshop, computed: Computed) -> dict[str, AtInit]:
+    """The S4 measurements of a fresh plain net and a fresh batch-norm net."""
 
-    def build(spec: NetSpec = PLAIN) -> TinyNet:
-        return build_network(spec, workshop)
+    def measure() -> dict[str, AtInit]:
+        from bnvg.experiment.config import NetSpec
+        from bnvg.experiment.data import two_moons
+        from bnvg.experiment.measure import measure_at_init
+        from bnvg.experiment.model import build_network
 
-    return build
+        data = two_moons(workshop)
+        nets = {"plain": NetSpec(), "batch": NetSpec(norm="batch")}
+        return {
+            name: measure_at_init(build_network(spec, workshop), data.X_train, data.y_train)
+            for name, spec in nets.items()
+        }
+
+    return computed.get("S4 at-init measurements", measure)
 
 
 @pytest.fixture(scope="session")
-def at_init(data: TwoMoons, fresh_network: Callable[..., TinyNet]) -> dict[str, AtInit]:
-    """The S4 measurements of a fresh plain net and a fresh batch-norm net."""
-    from bnvg.experiment.config import NetSpec
-    from bnvg.experiment.measure import measure_at_init
+def sigmoid(computed: Computed) -> SigmoidFacts:
+    """The S2 facts: the sigmoid's slope, BCE at p = 0.5, autograd's dL/dz."""
+    from bnvg.experiment.facts import sigmoid_facts
 
-    nets = {"plain": NetSpec(), "batch": NetSpec(norm="batch")}
-    return {
-        name: measure_at_init(fresh_network(spec), data.X_train, data.y_train)
-        for name, spec in nets.items()
-    }
+    return computed.get("S2 sigmoid facts", sigmoid_facts)
+
+
+@pytest.fixture(scope="session")
+def starting_weights(workshop: Workshop, computed: Computed) -> StartingWeights:
+    """The S3 (and S8) facts of the fresh networks: parameters, checksums, weight scales."""
+    from bnvg.experiment.facts import starting_weights as facts
+
+    return computed.get("S3 starting weights", lambda: facts(workshop))
+
+
+@pytest.fixture(scope="session")
+def init_ratio(workshop: Workshop, computed: Computed) -> Callable[[NetSpec], float]:
+    """The at-init gradient ratio of a fresh network: `init_ratio(NetSpec(depth=8))`."""
+    from bnvg.experiment.facts import init_ratio as ratio
+
+    def of(spec: NetSpec) -> float:
+        return computed.get(f"init gradient ratio ({spec})", lambda: ratio(spec, workshop))
+
+    return of
+
+
+@pytest.fixture(scope="session")
+def figure_table(computed: Computed) -> Callable[[str, Callable[[], Table]], Table]:
+    """The numbers of a figure that torch computes (a curve), computed once:
+    `figure_table("bce_loss.png", series.bce_loss)`."""
+
+    def of(name: str, make: Callable[[], Table]) -> Table:
+        return computed.get(f"figure {name}", make)
+
+    return of
+
+
+@pytest.fixture(scope="session")
+def torch_platform(pytestconfig: pytest.Config) -> dict[str, str]:
+    """What torch says of this session's platform: its version and ATen's kernels."""
+    from bnvg.plugin.platform_facts import process_facts
+
+    return process_facts(pytestconfig)
 
 
 @pytest.fixture

@@ -67,10 +67,6 @@ def is_controller(config: pytest.Config) -> bool:
     return not hasattr(config, "workerinput")
 
 
-def is_xdist_controller(config: pytest.Config) -> bool:
-    return is_controller(config) and getattr(config.option, "dist", "no") != "no"
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("bnvg", "bnvg: the executable workshop")
     group.addoption(
@@ -258,8 +254,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if is_controller(config):
         _refuse_unwritable(config.stash[SETTINGS])
     # One intra-op thread in every process that computes: the thread count changes the
-    # training-end numbers. An xdist controller computes nothing, and skips importing torch.
-    if not is_xdist_controller(config):
-        import torch
-
-        torch.set_num_threads(threads)
+    # training-end numbers. torch reads it when it is imported (`bnvg.experiment.runtime`),
+    # so a session that computes nothing never imports it.
+    kernels.use_threads(threads)

@@ -27,8 +27,8 @@ from bnvg.plugin.options import fragility, settings
 
 if TYPE_CHECKING:
     from bnvg.experiment.config import Workshop
+    from bnvg.experiment.results import TrainedRun
     from bnvg.experiment.run_cache import RunCache
-    from bnvg.experiment.train import TrainedRun
 
 NEEDED_RUNS = pytest.StashKey[tuple[str, ...]]()
 # What this process did with each run or figure: ("trained" | "reused" | "damaged", run name,
@@ -134,12 +134,15 @@ def run_cache(
     else:
         store = None
     s = settings(pytestconfig)
+    from bnvg.plugin.platform_facts import process_facts
+
     cache = RunCache(
         workshop,
         store=store,
         on_event=note,
         session=worker["testrunuid"] if worker else uuid.uuid4().hex,
         recompute=s.recompute,
+        facts=lambda: process_facts(pytestconfig),  # read from pytest's cache: no torch
     )
     needed: tuple[str, ...] = pytestconfig.stash[NEEDED_RUNS]
     if worker is not None:

@@ -1,6 +1,7 @@
 """Where this session's platform stands with the evidence: the reference, held, or new.
 
-Found once per computing process (it needs torch to know the platform): this platform's id
+Found once per computing process (from torch's facts of the platform, kept in pytest's cache
+by `bnvg.plugin.computed`): this platform's id
 is compared with the reference's (`snapshots/environment.json`), then looked up among the
 committed fragments (`snapshots/evidence/fragments/<platform>/`) at this session's seeds.
 The rules that follow from it live in `bnvg.evidence.verdicts`.
@@ -52,10 +53,11 @@ def find(here: dict[str, str], s: Settings) -> Standing:
 
 
 def standing(config: pytest.Config) -> Standing:
-    """This process's standing (imports torch, once)."""
+    """This process's standing (found once per process)."""
     if STANDING not in config.stash:
         from bnvg.experiment.platform import current
+        from bnvg.plugin.platform_facts import process_facts
 
         s = settings(config)
-        config.stash[STANDING] = find(current(s.torch_threads), s)
+        config.stash[STANDING] = find(current(s.torch_threads, process_facts(config)), s)
     return config.stash[STANDING]

@@ -4,5 +4,5 @@ import sys
 
 
 def pytest_unconfigure(config):
-    for module in ("matplotlib", "torch._dynamo"):
+    for module in ("matplotlib", "torch._dynamo", "torch"):
         print(f"{module} imported: {module in sys.modules}")

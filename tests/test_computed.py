@@ -1,0 +1,68 @@
+"""Results computed once and reused: the memo the claims' fixtures compute through, and the
+facts of torch that let a session that computes nothing skip importing it."""
+
+import subprocess
+import sys
+
+from bnvg.plugin.computed import Computed
+from bnvg.store import Store
+
+
+def memo(tmp_path, events, source="v1", recompute=False):
+    return Computed(
+        Store(tmp_path / "results"),
+        {"source": source, "torch": "2.13.0+cpu"},
+        recompute,
+        lambda event, name, detail: events.append((event, name)),
+    )
+
+
+def test_a_result_is_computed_once_and_reused_by_a_later_session_with_the_same_inputs(tmp_path):
+    calls, events = [], []
+
+    def compute():
+        calls.append(1)
+        return {"ratio": 3.32e-04, "layers": (1, 2, 3)}
+
+    first = memo(tmp_path, events).get("S4 at-init measurements", compute)
+    assert first == memo(tmp_path, events).get("S4 at-init measurements", compute)
+    assert len(calls) == 1 and events == [("result reused", "S4 at-init measurements")]
+
+
+def test_an_edited_source_or_recompute_computes_it_again(tmp_path):
+    calls, events = [], []
+
+    def compute():
+        calls.append(1)
+        return 0.25
+
+    memo(tmp_path, events).get("S2 sigmoid facts", compute)
+    memo(tmp_path, events, source="v2").get("S2 sigmoid facts", compute)
+    memo(tmp_path, events, recompute=True).get("S2 sigmoid facts", compute)
+    assert len(calls) == 3 and events == []
+
+
+def test_a_damaged_entry_is_reported_and_computed_again(tmp_path):
+    events = []
+    memo(tmp_path, events).get("S9 eval bug", lambda: 0.695)
+    [entry] = (tmp_path / "results").glob("*.bin")
+    entry.write_bytes(entry.read_bytes()[:-1])
+    assert memo(tmp_path, events).get("S9 eval bug", lambda: 0.695) == 0.695
+    assert events == [("result damaged", "S9 eval bug")]
+
+
+def test_torchs_facts_are_asked_of_torch_once_then_read_without_importing_it(tmp_path):
+    script = (
+        "import sys; from pathlib import Path; from bnvg.store import Store; "
+        "from bnvg.experiment.torch_facts import torch_facts; "
+        f"facts = torch_facts(Store(Path({str(tmp_path)!r}))); "
+        "print(facts['cpu capability'], 'torch' in sys.modules)"
+    )
+    said = [
+        subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True
+        ).stdout.split()
+        for _ in range(2)
+    ]
+    assert said[0][0] == said[1][0] and said[0][0]  # e.g. AVX2, both times
+    assert [s[1] for s in said] == ["True", "False"]
