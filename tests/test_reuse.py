@@ -67,7 +67,7 @@ def test_a_warm_run_imports_neither_torch_nor_matplotlib(cold_then_warm):
 def test_the_summary_says_which_runs_were_reused_when_and_on_what(cold_then_warm):
     _, warm = cold_then_warm
     # One line per training minute and platform: the cold run may have crossed a minute.
-    said = re.findall(r"reused (\d+) networks from pytest's cache \(trained 20", warm.stdout)
+    said = re.findall(r"reused (\d+) networks? from pytest's cache \(trained 20", warm.stdout)
     assert sum(map(int, said)) == 12
     assert "ATen AVX2, MKL COMPATIBLE, oneDNN AVX2, 1 thread, on " in warm.stdout
     assert "reused 15 figures drawn earlier from the same numbers" in warm.stdout

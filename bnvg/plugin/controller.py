@@ -204,8 +204,9 @@ class Controller:
             if name not in names:
                 names.append(name)
         for when, names in reused.items():
+            networks = "network" if len(names) == 1 else "networks"
             write(
-                f"reused {len(names)} networks from pytest's cache ({when}): "
+                f"reused {len(names)} {networks} from pytest's cache ({when}): "
                 + "; ".join(names)
                 + ". --recompute trains them again"
             )
