@@ -65,12 +65,16 @@ def test_a_reading_that_moves_only_between_releases_is_told_apart_from_one_moved
 def test_an_upgrade_lists_the_lines_that_move_and_the_statements_that_break():
     t = table({"2.14.1": readings(), "2.15.0": readings(first=150)})
     claim = "claims/test_s6_training.py::test_batch_norm_reaches_90_by_step_100"
+    # In release order, as the merge passes them: the reference is not the first.
     outcomes = {
+        "2.12.1": {claim: "failed"},
         "2.13.0": {claim: "passed"},
         "2.14.1": {claim: "passed"},
         "2.15.0": {claim: "failed"},
     }
     robustness = build("ref", {}, {}, {claim: "..."}, outcomes)
+    assert upgrades.failing_claims(robustness, "2.15.0", reference="2.13.0") == [claim]
+    assert upgrades.failing_claims(robustness, "2.14.1", reference="2.13.0") == []
     text = upgrades.render(t, robustness, reference_lines=107)
     v = upgrades.VERSIONS_LINE
     assert f"**torch 2.14.1**: 1 line moves ({v})." in text

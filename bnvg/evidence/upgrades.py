@@ -49,9 +49,9 @@ def moved(fragility: Fragility, release: str) -> list[Moved]:
     return out
 
 
-def failing_claims(robustness: Mapping[str, Any], release: str) -> list[str]:
-    """The claims that pass on the reference's torch and fail on `release`."""
-    reference = (robustness.get("releases") or [None])[0]
+def failing_claims(robustness: Mapping[str, Any], release: str, reference: str) -> list[str]:
+    """The claims that pass on the reference's torch (`reference`, "2.13.0") and fail on
+    `release`."""
     out = []
     for claim, row in robustness.get("claims", {}).items():
         on = row.get("releases", {})
@@ -101,7 +101,7 @@ def render(fragility: Fragility, robustness: Mapping[str, Any], reference_lines:
         seen = moved(fragility, release)
         lines = sorted({VERSIONS_LINE, *(m.evidence.line for m in seen)})
         broken = [m for m in seen if m.breaks]
-        failing = failing_claims(robustness, release)
+        failing = failing_claims(robustness, release, ref)
         said = "1 line moves" if len(lines) == 1 else f"{len(lines)} lines move"
         out.append(f"**torch {release}**: {said} ({_line_list(lines)}).")
         out += [
