@@ -5,15 +5,16 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+
+# pytester's in-process runs put sys.modules back as they found it, and torch, an extension
+# module, cannot be imported a second time in one process: so this session imports it before
+# any of them (the claims import torch only when they compute).
 import torch
 from filelock import FileLock
 
 from bnvg.runner import ClaimsRun, run_claims
 
 pytest_plugins = ["pytester"]
-# pytester's in-process runs put sys.modules back as they found it, and torch, an extension
-# module, cannot be imported a second time in one process: so this session imports it before
-# any of them (the claims import torch only when they compute).
 
 ROOT = Path(__file__).resolve().parent.parent
 # The cold run that fills the shared cache: the whole suite, shuffled, on two workers.

@@ -109,12 +109,7 @@ def _weights(content: bytes) -> Callable[[], Mapping[str, Any]]:
 
 
 def _from_entry(spec: RunSpec, entry: Entry, key: str) -> TrainedRun:
-    if "history" in entry.about:
-        step, loss, acc = entry.about["history"]
-    else:  # an entry written before histories moved into the description
-        from bnvg.experiment.runtime import torch
-
-        step, loss, acc = torch.load(io.BytesIO(entry.content), weights_only=True)["history"]
+    step, loss, acc = entry.about["history"]
     history = History(step=tuple(step), loss=tuple(loss), test_acc=tuple(acc))
     return TrainedRun(spec=spec, history=history, _state=_weights(entry.content), key=key)
 

@@ -14,6 +14,7 @@ all, syrupy's files included: a failing claim did not use its snapshot, and must
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -215,9 +216,7 @@ class Controller:
         results = dict.fromkeys(name for name, _ in self._runs("result reused"))
         if results:
             # "init gradient ratio (depth=8, norm=none, act=sigmoid)" and its kind: said once.
-            kinds: dict[str, int] = {}
-            for name in results:
-                kinds[name.split(" (")[0]] = kinds.get(name.split(" (")[0], 0) + 1
+            kinds = Counter(name.split(" (")[0] for name in results)
             said = "; ".join(kind if n == 1 else f"{n} x {kind}" for kind, n in kinds.items())
             write(
                 f"reused {len(results)} results computed earlier by the same code on this "

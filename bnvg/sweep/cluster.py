@@ -99,20 +99,20 @@ def plan(
     by_cpu: dict[str, list[str]] = {}  # one kind of machine: its CPU, torch and numpy
     for address, m in sorted(machines.items()):
         by_cpu.setdefault(platform_id({**m, "MKL_CBWR": "AUTO"}), []).append(address)
+    own = [WORKSHOP] if release_only else [WORKSHOP, NATIVE] if here_only else per_machine()
+    everything = not (here_only or release_only)
     wanted: list[tuple[Job, str]] = []  # each job, and the platform its fragment lands in
     for addresses in by_cpu.values():
         machine = machines[addresses[0]]
-        here = [WORKSHOP] if release_only else [WORKSHOP, NATIVE] if here_only else None
-        for v in here or per_machine():
+        for v in own:
             wanted.append((Job(v, tuple(addresses)), platform_id(predicted_platform(v, machine))))
-    here_only = here_only or release_only
-    if kernels and not here_only:
+    if kernels and everything:
         any_machine = machines[sorted(machines)[0]]
         avx512 = [a for a, m in sorted(machines.items()) if m["best capability"] == "AVX512"]
         for v in one_setting_varied(avx512=bool(avx512)):
             workers = tuple(avx512) if v is ATEN_AVX512 else None
             wanted.append((Job(v, workers), platform_id(predicted_platform(v, any_machine))))
-    if not here_only:
+    if everything:
         # Seeds on one kind of machine (the first, in a fixed order), so that where their
         # fragments land is known before they run.
         first = next(iter(sorted(by_cpu.items())))[1]

@@ -188,7 +188,8 @@ def write(merged: Merged, places: Places) -> None:
     sections = section_headings()
     fragility_json = _one_entry_a_line(merged.fragility)
     atomic_write(places.fragility_json, fragility_json)
-    fragility_md = fragility_report.render(from_document(merged.fragility), sections)
+    fragility = from_document(merged.fragility)
+    fragility_md = fragility_report.render(fragility, sections)
     atomic_write(places.fragility_md, fragility_md)
     robustness_json = json.dumps(merged.robustness, indent=1, sort_keys=True) + "\n"
     atomic_write(places.robustness_json, robustness_json)
@@ -197,7 +198,7 @@ def write(merged: Merged, places: Places) -> None:
     readme = places.root / "README.md"
     if readme.exists():
         findings = robustness.findings(merged.robustness)
-        costs = upgrades.render(from_document(merged.fragility), merged.robustness, len(layout()))
+        costs = upgrades.render(fragility, merged.robustness, len(layout()))
         text = with_findings(readme.read_text(), findings)
         atomic_write(readme, with_findings(text, costs, UPGRADES_BEGIN, UPGRADES_END))
 
