@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bnvg.experiment import kernels
+from bnvg.experiment.platform import apply as apply_reference_kernels
 from bnvg.runner import environment, run_claims
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,7 +83,7 @@ def commands(script: Path, scratch: Path) -> dict[str, Callable[[], None]]:
 
     # The script computes what the claims compute: under the reference kernels, one thread.
     script_env = environment({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
-    kernels.apply(environ=script_env)
+    apply_reference_kernels(environ=script_env)
 
     def the_script() -> None:
         subprocess.run(

@@ -116,7 +116,9 @@ def test_layer_norm_reaches_90_percent_only_about_half_the_time(
     (snapshots/evidence/fragility.md, `python -m bnvg.sweep`), whose seed-0 value on this
     platform, where the sweep ran it, must be the one this run computed."""
     evidence = fragility_table.reading(LAYER_NORM_ACCURACY)
-    assert evidence is not None, "the sweep's table has no layer norm row: python -m bnvg.sweep"
+    assert evidence is not None, (
+        "the sweep's table has no layer norm row for this experiment: python -m bnvg.sweep"
+    )
     here = runs.get("layer norm").history.final_acc * 100
     seen = evidence.on_platform(platform_standing.platform)
     if seen is not None:  # a platform new to the evidence has no entry to agree with

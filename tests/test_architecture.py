@@ -91,12 +91,10 @@ TORCH_FREE_EXPERIMENT = (
     "bnvg.experiment.config",
     "bnvg.experiment.data",
     "bnvg.experiment.facts",
-    "bnvg.experiment.kernels",
     "bnvg.experiment.platform",
     "bnvg.experiment.results",
     "bnvg.experiment.run_cache",
     "bnvg.experiment.runs",
-    "bnvg.experiment.torch_facts",
     "bnvg.figures.series",
 )
 

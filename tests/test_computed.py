@@ -54,7 +54,7 @@ def test_a_damaged_entry_is_reported_and_computed_again(tmp_path):
 def test_torchs_facts_are_asked_of_torch_once_then_read_without_importing_it(tmp_path):
     script = (
         "import sys; from pathlib import Path; from bnvg.store import Store; "
-        "from bnvg.experiment.torch_facts import torch_facts; "
+        "from bnvg.experiment.platform import torch_facts; "
         f"facts = torch_facts(Store(Path({str(tmp_path)!r}))); "
         "print(facts['cpu capability'], 'torch' in sys.modules)"
     )

@@ -3,7 +3,7 @@ to pytest-regressions are the ones this run computed, so its own check can fail.
 
 import json
 
-from bnvg.experiment.platform import current
+from bnvg.experiment.platform import Platform
 
 CLAIM = '''
 import os
@@ -27,7 +27,7 @@ def suite(pytester, monkeypatch):
     # Recorded on this platform: it is the reference for this suite, compared exactly.
     environment = pytester.path / "snapshots" / "environment.json"
     environment.parent.mkdir(parents=True)
-    environment.write_text(json.dumps(current(1)))
+    environment.write_text(json.dumps(Platform.here(1).identity()))
     pytester.runpytest("-p", "no:randomly", "--snapshot-update").assert_outcomes(passed=1)
     return pytester
 

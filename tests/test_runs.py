@@ -4,6 +4,7 @@ import shutil
 
 import pytest
 import torch
+from bnvg.experiment.platform import Platform
 
 from bnvg.experiment.config import NetSpec, Workshop
 from bnvg.experiment.data import two_moons
@@ -12,7 +13,6 @@ from bnvg.experiment.measure import init_grad_ratio
 from bnvg.experiment.model import build_network
 from bnvg.experiment.run_cache import RunCache
 from bnvg.experiment.runs import RUNS, RunSpec
-from bnvg.experiment.torch_facts import torch_facts
 from bnvg.experiment.train import train_run
 from bnvg.store import Entry, Store
 
@@ -78,10 +78,9 @@ def test_a_damaged_entry_is_reported_and_trained_again(tmp_path):
 
 
 def test_the_key_covers_the_code_the_recipe_the_spec_and_the_platform(tmp_path, monkeypatch):
-    import bnvg.experiment.run_cache as run_cache
     import bnvg.experiment.runs as runs
 
-    where = run_cache.run_platform(torch_facts(), 1)
+    where = Platform.here(1).cache_fields()
     key = runs.run_key(RUNS["plain"], SHORT, where)
     assert key == runs.run_key(RUNS["plain"], SHORT, dict(where))
     others = [

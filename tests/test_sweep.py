@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from bnvg.evidence.fragments import Fragment, FragmentStore
 from bnvg.runner import environment, scratch_copy
-from bnvg.sweep.fragments import Fragment, FragmentStore
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICK = ["--no-kernels", "--select", "s1_"]  # the S1 claims: no training

@@ -176,6 +176,7 @@ class Fragility:
     axes: Mapping[str, str] = field(default_factory=dict)  # name -> "platform", "sampler", ...
     releases: Mapping[str, str] = field(default_factory=dict)  # "2.15.0" -> its run's name
     reference_release: str = ""  # the reference's torch release, "2.13.0"
+    experiment: str = ""  # the fingerprint of the experiment measured (`bnvg.evidence.fingerprint`)
 
     def reading(self, name: str) -> ReadingEvidence | None:
         return self.readings.get(name)
@@ -230,6 +231,7 @@ def from_document(document: Mapping[str, Any]) -> Fragility:
         document.get("axes", {}),
         document.get("releases", {}),
         str(document.get("reference release", "")),
+        str(document.get("experiment", "")),
     )
 
 
@@ -293,6 +295,7 @@ def build_document(
     axes: Mapping[str, str] | None = None,
     releases: Mapping[str, str] | None = None,
     reference_release: str = "",
+    experiment: str = "",
 ) -> dict[str, Any]:
     """Merge the sweep's readings into the table's JSON document.
 
@@ -301,7 +304,8 @@ def build_document(
     name, and `seeds` the seed runs to (axis, readings); `releases` maps each other torch
     release ("2.15.0") to its run's name, beside the reference's own (`reference_release`);
     `published` is the published log, kept beside as an observation (it widens no band and
-    counts in no verdict); `line_of` gives each reading's log line. Settings (chosen, not
+    counts in no verdict); `line_of` gives each reading's log line; `experiment` is the
+    fingerprint of the experiment every fragment merged measured. Settings (chosen, not
     measured) and readings with no values elsewhere are kept too, so every quoted number has
     a row.
     """
@@ -330,6 +334,7 @@ def build_document(
             "published": None if said is None else {"value": said.value, "printed": said.printed},
         }
     document: dict[str, Any] = {
+        "experiment": experiment,
         "reference": ref_name,
         "variants": dict(variants or {}),
         "axes": dict(axes or {}),

@@ -60,8 +60,9 @@ def build(
     readings: Mapping[str, Mapping[str, Mapping[str, float | None]]],
     sentences: Mapping[str, str],
     releases: Mapping[str, Mapping[str, str]] | None = None,
+    experiment: str = "",
 ) -> dict[str, Any]:
-    """The robustness document.
+    """The robustness document of the experiment with the fingerprint `experiment`.
 
     `outcomes[axis][variant][claim]` is a claim's outcome under one variant of an axis, the
     reference run (seed 0) included in each axis; `readings[axis][variant][name]` likewise a
@@ -100,6 +101,7 @@ def build(
                     "of": len(finite),
                 }
     return {
+        "experiment": experiment,
         "reference": reference,
         "releases": list(releases or {}),
         "axes": {axis: sorted(runs) for axis, runs in sorted(outcomes.items())},

@@ -153,3 +153,23 @@ CHANCE_PERCENT = 50.0  # two balanced classes: a coin flip scores 50%
 DECAY_FACTORS = (0.9, 0.5, 0.25, 0.1)  # S5: gentle, halving, the sigmoid's best, the measured ~0.1
 DECAY_DEPTHS = (4, 10)  # S5: the workshop's depth, and a deeper net's
 EVAL_BUG_BATCH = 2  # S9: the smallest batch batch norm can normalise (it needs a variance)
+
+
+def recipe(workshop: Workshop = WORKSHOP) -> dict[str, object]:
+    """The recipe as data: every constant above, by name. Evidence records which recipe it
+    measured (`bnvg.evidence.fingerprint`), so a changed constant makes it another
+    experiment's."""
+    return {
+        **dataclasses.asdict(workshop),
+        "TARGET_PERCENT": TARGET_PERCENT,
+        "DEEP_DEPTH": DEEP_DEPTH,
+        "CRANK_LRS": list(CRANK_LRS),
+        "DEEP_LRS": list(DEEP_LRS),
+        "SATURATION_Z": SATURATION_Z,
+        "CHECK_LOGIT": CHECK_LOGIT,
+        "CHECK_LABEL": CHECK_LABEL,
+        "CHANCE_PERCENT": CHANCE_PERCENT,
+        "DECAY_FACTORS": list(DECAY_FACTORS),
+        "DECAY_DEPTHS": list(DECAY_DEPTHS),
+        "EVAL_BUG_BATCH": EVAL_BUG_BATCH,
+    }

@@ -32,39 +32,18 @@ from typing import Any
 
 from filelock import Timeout
 
-from bnvg.experiment import kernels
 from bnvg.experiment.config import WORKSHOP, Workshop
 from bnvg.experiment.data import two_moons
-from bnvg.experiment.platform import numpy_simd
+from bnvg.experiment.platform import THREADS, Platform, torch_facts
 from bnvg.experiment.results import History, TrainedRun
-from bnvg.experiment.runs import (
-    RUNS,
-    RunSpec,
-    estimated_seconds,
-    platform_without_torch,
-    run_inputs,
-    run_key,
-    run_named,
-)
-from bnvg.experiment.torch_facts import torch_facts
+from bnvg.experiment.runs import RUNS, RunSpec, estimated_seconds, run_inputs, run_key, run_named
 from bnvg.store import Damaged, Entry, Store
 
 
-def run_platform(facts: Mapping[str, str], threads: int) -> dict[str, str]:
-    """What besides the code decides a run's numbers in this process: torch's facts
-    (`bnvg.experiment.torch_facts`) and what can be read without torch."""
-    return {
-        **platform_without_torch(threads),
-        "torch": facts["torch"],
-        "cpu capability": facts["cpu capability"],
-        "numpy simd": numpy_simd(),
-    }
-
-
 def session_threads() -> int:
-    """The intra-op thread count this process computes with (`kernels.use_threads`), read
+    """The intra-op thread count this process computes with (`platform.use_threads`), read
     without importing torch where the session chose it."""
-    chosen = os.environ.get(kernels.THREADS)
+    chosen = os.environ.get(THREADS)
     if chosen:
         return int(chosen)
     from bnvg.experiment.runtime import torch
@@ -147,7 +126,8 @@ class RunCache:
     def where(self) -> dict[str, str]:
         """This process's platform, as the runs' keys name it."""
         if self._where is None:
-            self._where = run_platform(self._facts(), session_threads())
+            here = Platform.here(session_threads(), self._facts())
+            self._where = here.cache_fields()
         return self._where
 
     def key(self, spec: RunSpec) -> str:

@@ -13,15 +13,11 @@ No torch here: the key is read by processes that never train (pytest-xdist's con
 from __future__ import annotations
 
 import json
-import os
-import platform
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from types import MappingProxyType
 
-from bnvg.experiment import kernels
 from bnvg.experiment.config import DEEP_DEPTH, PLAIN, WORKSHOP, NetSpec, Workshop
 from bnvg.store import digest, source_digest
 
@@ -98,23 +94,9 @@ def run_named(name: str) -> RunSpec:
         ) from None
 
 
-def platform_without_torch(threads: int) -> dict[str, str]:
-    """The parts of a run's platform that can be known without importing torch; the torch
-    version as installed, and the CPU capability torch resolves, need torch."""
-    return {
-        "python": platform.python_version(),
-        "numpy": metadata.version("numpy"),
-        "torch threads": str(threads),
-        # The kernels asked for (`bnvg.experiment.kernels`): ATen resolves its variable to
-        # "cpu capability"; MKL's branch and oneDNN's cap are known only by their variables.
-        **{name: os.environ.get(name, "") for name in kernels.REFERENCE},
-        # Under MKL's own choice of path the CPU decides the bits too.
-        "cpu": kernels.cpu(),
-    }
-
-
 def run_inputs(spec: RunSpec, workshop: Workshop, where: Mapping[str, str]) -> dict[str, str]:
-    """Everything a run's numbers depend on."""
+    """Everything a run's numbers depend on; `where` is the platform's
+    (`bnvg.experiment.platform.Platform.cache_fields`)."""
     return {
         "source": source_digest(EXPERIMENT / name for name in RUN_SOURCES),
         "spec": repr(spec),
@@ -129,9 +111,9 @@ def run_key(spec: RunSpec, workshop: Workshop, where: Mapping[str, str]) -> str:
 
 
 def stored_runs(folder: Path, workshop: Workshop, where: Mapping[str, str]) -> set[str]:
-    """The names of the runs of `RUNS` whose entries in `folder` match `where`, which may
-    leave some platform items out: a cheap look, without torch, at what a session would reuse
-    (the session itself checks the whole key, and trains what does not match)."""
+    """The names of the runs of `RUNS` whose entries in `folder` were made for `where`: a
+    cheap look, without torch, at what a session would reuse (the session itself checks the
+    whole key, and trains what does not match)."""
     found = set()
     for about_path in folder.glob("*.json"):
         try:

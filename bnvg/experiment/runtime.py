@@ -3,7 +3,7 @@
 Every module of bnvg that computes with torch imports it from here
 (`from bnvg.experiment.runtime import torch`), so whichever imports torch first sets the
 thread count before anything is computed: the thread count changes the training-end numbers.
-The session chooses it with `bnvg.experiment.kernels.use_threads` before any claim runs.
+The session chooses it with `bnvg.experiment.platform.use_threads` before any claim runs.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 
 import torch
 
-from bnvg.experiment.kernels import THREADS
+from bnvg.experiment.platform import THREADS
 
 if os.environ.get(THREADS):
     torch.set_num_threads(int(os.environ[THREADS]))

@@ -3,7 +3,8 @@
 - `options`: the command line, read once into the session's settings; one torch thread;
 - `collection`: what each claim owns and declares; where the suite runs (xdist or not);
 - `fixtures`: the recipe, data and measurements, `quoted`, the snapshot;
-- `standing`: where this session's platform stands with the evidence (reference, held, new);
+- `standing`: this process's platform (torch's facts kept in pytest's cache), and where it
+  stands with the evidence (reference, held, new);
 - `figures`: `figure`, which checks what a figure plots, then draws it or reuses its drawing;
 - `runs`: trained networks declared per claim, trained once, their histories verified;
 - `computed`: every other result that takes torch, computed once and reused from pytest's
@@ -14,14 +15,14 @@
 - `citation_items`: `--workshop DIR`, a test per citation of the log in the Markdown;
 - `html_report`: with pytest-html, each claim's sentence, readings and figure in its row.
 
-The reference kernels (`bnvg.experiment.kernels`) are set here, as the plugin is imported:
+The reference kernels (`bnvg.experiment.platform`) are set here, as the plugin is imported:
 numpy reads its part when it is imported, which the plugin's own modules do next. The
 options (`options`) then decide torch's part again, before torch is imported.
 """
 
-from bnvg.experiment import kernels
+from bnvg.experiment import platform
 
-kernels.apply()
+platform.apply()
 
 pytest_plugins = [
     "bnvg.plugin.options",

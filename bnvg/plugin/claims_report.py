@@ -16,8 +16,7 @@ from functools import cache
 from pathlib import Path
 
 from bnvg.evidence.fragility import Fragility
-from bnvg.evidence.fragility import load as load_fragility
-from bnvg.experiment.platform import describe
+from bnvg.experiment.platform import Platform
 from bnvg.files import relative
 from bnvg.log.layout import line_number, section_headings
 from bnvg.log.published import PublishedLogError, read_published
@@ -82,11 +81,14 @@ def render(
     log: LogAssembly | None,
     settings: Settings,
     root: Path,
-    platform: Mapping[str, str],
+    platform: Platform | None,
     invocation: Sequence[str],
+    fragility: Fragility,
+    stale: bool = False,
 ) -> str:
+    """The report. `fragility`: the sweep's table of this experiment (empty when `stale`:
+    the committed one measured another experiment)."""
     path = settings.claims_report or root / "report.md"
-    fragility = load_fragility(settings.places.fragility_json)
     published = _published(settings.places.published_log)
     counts = {s: sum(1 for c in claims.values() if c.status == s) for s in STATUSES}
     # Each count includes the reference (seed 0 on the reference platform).
@@ -97,7 +99,7 @@ def render(
         "# Claims report",
         "",
         f"- run: `pytest {shlex.join(invocation)}`",
-        f"- platform: {describe(platform)}",
+        f"- platform: {platform.describe() if platform else '(nothing computed)'}",
         f"- {len(claims)} claims: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n),
         "- results.log: "
         + (
@@ -109,6 +111,8 @@ def render(
         f"{orders} minibatch orders and {weights} sets of starting weights "
         f"(`{relative(settings.places.fragility_md, root)}`)"
         if fragility.readings
+        else "- the sweep's table: stale, measured for another experiment (`python -m bnvg.sweep`)"
+        if stale
         else "- the sweep's table: none yet (`python -m bnvg.sweep`)",
         "",
         "Each reading: its value here, in the snapshot and in the published log; whether it "

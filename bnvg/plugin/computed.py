@@ -13,7 +13,7 @@ for bit, without importing torch: the claims still check every number against th
 snapshots, write the log and copy the figures. `--recompute` computes everything again.
 
 What torch itself says of the platform (its version, the kernels ATen dispatches to) is kept
-the same way (`bnvg.plugin.platform_facts`), so a session that computes nothing never
+the same way (`bnvg.plugin.standing`), so a session that computes nothing never
 imports torch.
 """
 

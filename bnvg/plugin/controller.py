@@ -19,19 +19,29 @@ from typing import Any
 
 import pytest
 
+from bnvg.evidence.fingerprint import short
+from bnvg.evidence.fragments import FragmentStore, seed_variant_name
 from bnvg.evidence.record import ClaimResult, Record
 from bnvg.evidence.tables import Table
-from bnvg.evidence.verdicts import NEW
-from bnvg.experiment import platform
+from bnvg.evidence.verdicts import HELD, NEW, REFERENCE
+from bnvg.experiment.platform import Platform
 from bnvg.files import atomic_write, relative
 from bnvg.log.readings import Reading
 from bnvg.plugin import claims_report, results_log
 from bnvg.plugin.collection import is_citation, narrowed
-from bnvg.plugin.options import SETTINGS, UPDATE_COMMAND, Settings, is_controller, settings
+from bnvg.plugin.options import (
+    SETTINGS,
+    UPDATE_COMMAND,
+    Settings,
+    committed_fragility,
+    evidence_is_stale,
+    fragility,
+    is_controller,
+    settings,
+)
 from bnvg.plugin.outcomes import ClaimOutcome, owned_keys, sentence_of
-from bnvg.plugin.platform_facts import process_facts
 from bnvg.plugin.runs import RUN_EVENTS, RUN_EVENTS_OUTPUT
-from bnvg.plugin.standing import recorded_platform
+from bnvg.plugin.standing import process_platform, reference_identity
 
 PLATFORM_OUTPUT = "bnvg_platform"  # the platform an xdist worker computed on
 STANDING_OUTPUT = "bnvg_standing"  # where that platform stands with the evidence
@@ -44,7 +54,7 @@ class Controller:
         self.config = config
         self.settings = s
         self.claims: dict[str, ClaimOutcome] = {}
-        self.platform: dict[str, str] = {}
+        self.platform: Platform | None = None
         self.standing: dict[str, str] = {}
         self.summary: list[str] = []
         self.log: results_log.LogAssembly | None = None
@@ -71,7 +81,8 @@ class Controller:
         """An xdist worker finished: add the runs it trained and the platform it used."""
         output = getattr(node, "workeroutput", {})
         self.config.stash[RUN_EVENTS].extend(tuple(e) for e in output.get(RUN_EVENTS_OUTPUT, []))
-        self.platform = self.platform or dict(output.get(PLATFORM_OUTPUT, {}))
+        if self.platform is None and output.get(PLATFORM_OUTPUT):
+            self.platform = Platform.from_json(output[PLATFORM_OUTPUT])
         self.standing = self.standing or dict(output.get(STANDING_OUTPUT, {}))
 
     def _runs(self, event: str) -> list[tuple[str, Any]]:
@@ -96,14 +107,21 @@ class Controller:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         s, root = self.settings, self.config.rootpath
         claims = self.claim_outcomes
-        if not self.platform and any(c.ran for c in claims.values()):
-            self.platform = platform.current(s.torch_threads, process_facts(self.config))
+        if self.platform is None and any(c.ran for c in claims.values()):
+            self.platform = process_platform(self.config)
             if not s.update:
                 self.standing = _standing_of(self.config)
         if any(c.owns and c.ran for c in claims.values()):
             self.log = self.assemble()
             n_claims = sum(1 for c in claims.values() if c.passed and c.lines)
             self.summary.append(results_log.write(s.results_log, self.log, n_claims, root))
+            seeds = seed_variant_name(s.sampler_seed, s.init_seed)
+            if seeds is not None:
+                self.summary.append(
+                    f"{seeds} is another experiment than the workshop's: its log and figures "
+                    f"are in {relative(s.results_log.parent, root)} and "
+                    f"{relative(s.diagrams, root)}, never in captures/ or diagrams/"
+                )
         full = (
             not narrowed(self.config)
             and any(c.ran for c in claims.values())
@@ -112,17 +130,37 @@ class Controller:
         )
         if full:
             self._tidy_numbers(session)
-        if full and s.update and self.log is not None and self.log.complete:
-            # A full update re-records every number: record the platform that computed them.
-            environment = json.dumps(self.platform, indent=2, sort_keys=True) + "\n"
-            atomic_write(s.places.environment, environment)
+        if full and s.update and self.log is not None and self.log.complete and self.platform:
+            self._record_reference(self.platform)
         if s.claims_report:
             invocation = self.config.invocation_params.args
-            text = claims_report.render(claims, self.log, s, root, self.platform, invocation)
+            stale = evidence_is_stale(self.config)
+            text = claims_report.render(
+                claims, self.log, s, root, self.platform, invocation, fragility(self.config), stale
+            )
             atomic_write(s.claims_report, text)
             self.summary.append(f"wrote the claims report {relative(s.claims_report, root)}")
         if s.record:
             self._record(session).save(s.record)
+
+    def _record_reference(self, computed_on: Platform) -> None:
+        """A full update re-records every number: the reference is now the identity of the
+        platform that computed them. On any machine of the same platform the file keeps its
+        bytes; another identity (another torch, say) is said, with both."""
+        before = reference_identity(self.settings)
+        now = Platform.from_json(computed_on.identity())
+        if before is not None and before.identity() == now.identity():
+            return
+        environment = json.dumps(now.identity(), indent=2, sort_keys=True) + "\n"
+        atomic_write(self.settings.places.environment, environment)
+        if before is None:
+            self.summary.append(f"recorded the reference: {now.describe()}")
+        else:
+            self.summary.append(
+                "the reference changed: the snapshots now hold the numbers of "
+                f"{now.describe()} ({now.id}), not of {before.describe()} ({before.id}); "
+                "the evidence of the old reference is stale: python -m bnvg.sweep"
+            )
 
     def _tidy_numbers(self, session: pytest.Session) -> None:
         places = self.settings.places
@@ -166,7 +204,7 @@ class Controller:
             damaged=tuple(dict.fromkeys(name for name, _ in self._runs("damaged"))),
             figures_reused=tuple(dict.fromkeys(n for n, _ in self._runs("figure reused"))),
             results_reused=tuple(dict.fromkeys(n for n, _ in self._runs("result reused"))),
-            platform=self.platform,
+            platform=self.platform.to_json() if self.platform else {},
             standing=self.standing,
             options={
                 "torch threads": s.torch_threads,
@@ -200,7 +238,7 @@ class Controller:
             write(f"the cached drawing of {name} was damaged ({reason}): drawn again")
         reused: dict[str, list[str]] = {}
         for name, detail in self._runs("reused"):  # each xdist worker loads what it needs
-            where = platform.describe(detail["platform"])
+            where = Platform.from_json(detail["platform"]).describe()
             names = reused.setdefault(f"trained {detail['trained at']} with {where}", [])
             if name not in names:
                 names.append(name)
@@ -238,32 +276,39 @@ class Controller:
             write("what the cited line prints (snapshots/evidence/robustness.md has every claim).")
 
     def _say_platform(self, terminalreporter: pytest.TerminalReporter) -> None:
-        """What drifted, and on which platform: new to the evidence, or held by it."""
+        """Where this run computed, what it was compared with, and what drifted."""
         write = terminalreporter.write_line
-        drift = list(dict.fromkeys(d for c in self.claims.values() for d in c.drift))
+        self._say_stale_evidence(terminalreporter)
         kind = self.standing.get("kind")
-        if not drift and kind != NEW:
-            return
-        recorded = recorded_platform(self.settings)
-        if kind == NEW:
+        quoted = any(c.owns and c.ran for c in self.claim_outcomes.values())
+        if self.platform is None or kind is None or not quoted:
+            return  # no claim computed, or an update: compared with nothing
+        drift = list(dict.fromkeys(d for c in self.claims.values() for d in c.drift))
+        recorded = reference_identity(self.settings)
+        if kind == REFERENCE:
+            terminalreporter.write_sep("-", "the reference platform")
+            write(f"this run computed on the reference: {self.platform.describe()}")
+            write(f"every number was compared with the snapshots, bit for bit ({self.platform.id})")
+        elif kind == HELD:
+            terminalreporter.write_sep("-", "a platform the evidence holds")
+            write(f"this run: {self.platform.describe()} ({self.platform.id})")
+            write("every number was compared with this platform's own fragment, bit for bit")
+        else:
             terminalreporter.write_sep("-", "this platform is new to the evidence")
             write(
                 "Every claim's statement was asserted on this run; the numbers that moved are "
                 "drift, not failure:"
             )
-        else:
-            terminalreporter.write_sep("-", "numbers that drifted")
-        for line in drift:
-            write(f"  {line}")
-        if not drift:
-            write("  none: every number is the reference's")
-        said = platform.describe(recorded) if recorded else "(unknown: no environment.json)"
-        write(f"snapshots recorded with: {said}")
-        write(f"this run:                {platform.describe(self.platform)}")
-        if kind == NEW:
+            for line in drift:
+                write(f"  {line}")
+            if not drift:
+                write("  none: every number is the reference's")
+            said = recorded.describe() if recorded else "(unknown: no environment.json)"
+            write(f"the reference:  {said}")
+            write(f"this run:       {self.platform.describe()}")
             # Another torch release is added by its own command, which records only the
             # reference kernels: its numbers then say what that release moves, nothing else.
-            other_torch = recorded and recorded.get("torch") != self.platform.get("torch")
+            other_torch = recorded is not None and recorded.torch != self.platform.torch
             command = (
                 "python -m bnvg.sweep --release" if other_torch else "python -m bnvg.sweep --here"
             )
@@ -271,7 +316,31 @@ class Controller:
                 "To add this platform to the evidence (so its numbers are then compared "
                 f"exactly): {command}"
             )
-        write("--strict-numbers fails on any number that is not the reference's.")
+            write("--strict-numbers fails on any number that is not the reference's.")
+        if kind != NEW and drift:
+            write("numbers that drifted:")
+            for line in drift:
+                write(f"  {line}")
+
+    def _say_stale_evidence(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """Evidence of another experiment: not read, and how to measure this one's."""
+        if not evidence_is_stale(self.config):
+            return
+        s = self.settings
+        store = FragmentStore(s.places.fragments, s.experiment)
+        stale, every = len(store.stale()), len(store.paths())
+        measured = short(committed_fragility(self.config).experiment)
+        write = terminalreporter.write_line
+        terminalreporter.write_sep("-", "the evidence is stale")
+        write(
+            f"The sweep measured another experiment ({measured}) than this checkout's "
+            f"({short(s.experiment)}): its recipe or its reference numbers changed since."
+        )
+        write(
+            f"{stale} of {every} fragments and the sweep's tables are not read: no platform is "
+            "held by them, and no verdict, citation or report relies on them."
+        )
+        write("Measure this experiment (stale fragments are computed again): python -m bnvg.sweep")
 
 
 def _result(claim: ClaimOutcome) -> ClaimResult:
@@ -303,7 +372,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if hasattr(config, "workerinput"):
         s = settings(config)
         output = config.workeroutput  # type: ignore[attr-defined]
-        output[PLATFORM_OUTPUT] = platform.current(s.torch_threads, process_facts(config))
+        output[PLATFORM_OUTPUT] = process_platform(config).to_json()
         if not s.update:
             output[STANDING_OUTPUT] = _standing_of(config)
 

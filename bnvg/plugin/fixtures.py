@@ -126,7 +126,7 @@ def figure_table(computed: Computed) -> Callable[[str, Callable[[], Table]], Tab
 @pytest.fixture(scope="session")
 def torch_platform(pytestconfig: pytest.Config) -> dict[str, str]:
     """What torch says of this session's platform: its version and ATen's kernels."""
-    from bnvg.plugin.platform_facts import process_facts
+    from bnvg.plugin.standing import process_facts
 
     return process_facts(pytestconfig)
 

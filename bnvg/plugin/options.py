@@ -4,7 +4,7 @@ Everything the other parts of the plugin need to know about the command line is 
 once, into `Settings` (kept in `config.stash`): where the log, the figures and the snapshots
 go, whether numbers are strict, whether snapshots are being updated.
 
-It also sets the reference kernels (`bnvg.experiment.kernels`) and one torch intra-op thread
+It also sets the reference kernels (`bnvg.experiment.platform`) and one torch intra-op thread
 (--torch-threads) in every process that computes, before torch is imported: the kernels and
 the thread count change training results, and the log must not depend on the machine.
 `--native-kernels` leaves the machine its own kernels. xdist workers and the sessions the
@@ -21,9 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from bnvg.evidence.fragility import Fragility
+from bnvg.evidence.fingerprint import experiment_fingerprint
+from bnvg.evidence.fragility import EMPTY, Fragility
 from bnvg.evidence.fragility import load as load_fragility
-from bnvg.experiment import kernels
+from bnvg.evidence.fragments import seed_variant_name
+from bnvg.experiment import platform
 from bnvg.places import Places
 
 UPDATE_COMMAND = "pytest claims/ --snapshot-update"
@@ -42,6 +44,7 @@ class Settings:
     kernels: Mapping[str, str]  # who chose each kernel variable: "user", "reference", "machine"
     sampler_seed: int | None
     init_seed: int | None
+    experiment: str  # the fingerprint of this checkout's experiment (`bnvg.evidence.fingerprint`)
     workshop_text: Path | None  # --workshop DIR: the Markdown whose citations are checked
     claims_report: Path | None
     record: Path | None
@@ -55,11 +58,23 @@ def settings(config: pytest.Config) -> Settings:
     return config.stash[SETTINGS]
 
 
-def fragility(config: pytest.Config) -> Fragility:
-    """The sweep's committed table, loaded once per process."""
+def committed_fragility(config: pytest.Config) -> Fragility:
+    """The sweep's committed table as it is, of whichever experiment it measured."""
     if FRAGILITY not in config.stash:
         config.stash[FRAGILITY] = load_fragility(settings(config).places.fragility_json)
     return config.stash[FRAGILITY]
+
+
+def evidence_is_stale(config: pytest.Config) -> bool:
+    """Whether the committed table measured another experiment than this checkout's."""
+    table = committed_fragility(config)
+    return table is not EMPTY and table.experiment != settings(config).experiment
+
+
+def fragility(config: pytest.Config) -> Fragility:
+    """The sweep's table, if it measured this experiment; else none: evidence of another
+    experiment is no evidence for this one, and every reading is judged without it."""
+    return EMPTY if evidence_is_stale(config) else committed_fragility(config)
 
 
 def is_controller(config: pytest.Config) -> bool:
@@ -162,6 +177,31 @@ def _path(option: str | None) -> Path | None:
     return Path(option) if option else None
 
 
+SEEDS_FOLDER = "bnvg-seeds"  # under pytest's cache folder: another experiment's log and figures
+
+
+def _outputs(config: pytest.Config, places: Places) -> tuple[Path, Path]:
+    """(results.log, the figures' folder) of this session. The workshop's go to the
+    committed captures/ and diagrams/; another experiment's (--sampler-seed, --init-seed)
+    never do: they go to pytest's cache folder, or where the options say."""
+    results_log = _path(config.getoption("bnvg_results_log"))
+    diagrams = _path(config.getoption("bnvg_diagrams"))
+    variant = seed_variant_name(
+        config.getoption("bnvg_sampler_seed"), config.getoption("bnvg_init_seed")
+    )
+    if variant is None:
+        return results_log or places.results_log, diagrams or places.diagrams
+    committed = {places.results_log.resolve(), places.diagrams.resolve()}
+    for option, given in (("--results-log", results_log), ("--diagrams", diagrams)):
+        if given is not None and given.resolve() in committed:
+            raise pytest.UsageError(
+                f"{option} {given}: a session with other seeds is another experiment, and "
+                "never writes the workshop's committed log or figures; give another path"
+            )
+    elsewhere = config.rootpath / config.getini("cache_dir") / "d" / SEEDS_FOLDER / variant
+    return results_log or elsewhere / "results.log", diagrams or elsewhere / "diagrams"
+
+
 def _refuse_unwritable(s: Settings) -> None:
     """Every file the session will write must be writable, said before any claim runs (not
     in a traceback after they all did)."""
@@ -207,8 +247,8 @@ def pytest_configure(config: pytest.Config) -> None:
             )
     # Before anything imports torch: ATen, MKL and oneDNN read their variables as they start.
     native = bool(config.getoption("bnvg_native_kernels"))
-    before = {name: os.environ.get(name) for name in kernels.REFERENCE}
-    origins = kernels.apply(native=native)
+    before = {name: os.environ.get(name) for name in platform.VARIABLES}
+    origins = platform.apply(native=native)
     changed = [name for name, value in before.items() if os.environ.get(name) != value]
     if "torch" in sys.modules and changed:
         config.issue_config_time_warning(
@@ -233,10 +273,11 @@ def pytest_configure(config: pytest.Config) -> None:
             "numbers as the workshop's: seed variants belong to the sweep, which runs them in "
             "scratch copies (python -m bnvg.sweep)"
         )
+    results_log, diagrams = _outputs(config, places)
     config.stash[SETTINGS] = Settings(
         places=places,
-        results_log=_path(config.getoption("bnvg_results_log")) or places.results_log,
-        diagrams=_path(config.getoption("bnvg_diagrams")) or places.diagrams,
+        results_log=results_log,
+        diagrams=diagrams,
         strict=bool(config.getoption("bnvg_strict_numbers")),
         update=update,
         recompute=bool(
@@ -247,6 +288,7 @@ def pytest_configure(config: pytest.Config) -> None:
         kernels=origins,
         sampler_seed=config.getoption("bnvg_sampler_seed"),
         init_seed=config.getoption("bnvg_init_seed"),
+        experiment=experiment_fingerprint(places),
         workshop_text=workshop,
         claims_report=_path(config.getoption("bnvg_claims_report")),
         record=_path(config.getoption("bnvg_record")),
@@ -256,4 +298,4 @@ def pytest_configure(config: pytest.Config) -> None:
     # One intra-op thread in every process that computes: the thread count changes the
     # training-end numbers. torch reads it when it is imported (`bnvg.experiment.runtime`),
     # so a session that computes nothing never imports it.
-    kernels.use_threads(threads)
+    platform.use_threads(threads)

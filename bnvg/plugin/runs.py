@@ -53,26 +53,27 @@ def pytest_configure(config: pytest.Config) -> None:
 def all_runs_stored(config: pytest.Config) -> bool:
     """Whether pytest's cache holds every run of the workshop for this code and platform, as
     far as can be told without importing torch (the session itself checks the whole key)."""
-    from importlib import metadata
-
     from bnvg.experiment.config import WORKSHOP
-    from bnvg.experiment.runs import RUNS, platform_without_torch, stored_runs
+    from bnvg.experiment.platform import Platform, kept_torch_facts
+    from bnvg.experiment.runs import RUNS, stored_runs
+    from bnvg.plugin.standing import TORCH_FACTS_FOLDER
+    from bnvg.store import Store
 
     if config.getoption("bnvg_recompute") or config.getoption("bnvg_strict_numbers"):
         return False
     if not config.pluginmanager.has_plugin("cacheprovider"):
         return False
-    # Where pytest's Cache.mkdir(CACHE_FOLDER) puts it; pytest_xdist_auto_num_workers runs
+    # Where pytest's Cache.mkdir(...) puts its folders; pytest_xdist_auto_num_workers runs
     # before the cache plugin is configured.
-    folder = config.rootpath / config.getini("cache_dir") / "d" / CACHE_FOLDER
+    cache = config.rootpath / config.getini("cache_dir") / "d"
+    facts = kept_torch_facts(Store(cache / TORCH_FACTS_FOLDER))
+    if facts is None:
+        return False  # no session on this platform asked torch yet: none trained here either
     workshop = WORKSHOP.with_seeds(
         config.getoption("bnvg_sampler_seed"), config.getoption("bnvg_init_seed")
     )
-    where = {
-        **platform_without_torch(config.getoption("bnvg_torch_threads")),
-        "torch": metadata.version("torch"),
-    }
-    return stored_runs(folder, workshop, where) == set(RUNS)
+    where = Platform.here(config.getoption("bnvg_torch_threads"), facts).cache_fields()
+    return stored_runs(cache / CACHE_FOLDER, workshop, where) == set(RUNS)
 
 
 def declared_runs(item: pytest.Item) -> tuple[str, ...]:
@@ -134,7 +135,7 @@ def run_cache(
     else:
         store = None
     s = settings(pytestconfig)
-    from bnvg.plugin.platform_facts import process_facts
+    from bnvg.plugin.standing import process_facts
 
     cache = RunCache(
         workshop,

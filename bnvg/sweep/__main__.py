@@ -94,13 +94,21 @@ def sweep(args: argparse.Namespace) -> int:
     from distributed import Client, LocalCluster
 
     from bnvg.evidence import robustness
+    from bnvg.evidence.fingerprint import experiment_fingerprint, short
+    from bnvg.evidence.fragments import FragmentStore
     from bnvg.places import Places
     from bnvg.sweep import cluster, merge
-    from bnvg.sweep.fragments import FragmentStore
     from bnvg.sweep.job import pack
 
     places = Places(args.project.resolve())
-    store = FragmentStore(places.fragments)
+    experiment = experiment_fingerprint(places)
+    store = FragmentStore(places.fragments, experiment)
+    stale = store.stale()
+    if stale:
+        print(
+            f"{len(stale)} of {len(store.paths())} fragments measured another experiment than "
+            f"this checkout's ({short(experiment)}): they are stale, and computed again"
+        )
     if not args.merge_only:
         if args.scheduler:
             client = Client(args.scheduler)
@@ -129,6 +137,15 @@ def sweep(args: argparse.Namespace) -> int:
         if failed:
             print(f"{len(failed)} jobs failed ({', '.join(failed)}); the tables were not written")
             return 1
+        # What this sweep could not compute again (another machine's, another torch's) is
+        # no evidence for this experiment: it goes, rather than wait to mislead.
+        for path in store.stale():
+            path.unlink()
+            print(f"deleted a stale fragment: {path.relative_to(places.root)}")
+            if not any(path.parent.iterdir()):
+                path.parent.rmdir()
+    elif stale:
+        print(f"merging without the {len(stale)} stale fragments")
     before = _load(places.robustness_json)
     merged = merge.merge_folder(places)
     merge.write(merged, places)

@@ -11,23 +11,23 @@ prints progress: jobs done of all, those running, and an estimate of the time le
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from distributed import Client, as_completed
 
-from bnvg.experiment.kernels import REFERENCE
-from bnvg.experiment.platform import NOT_SET, platform_id
-from bnvg.sweep.fragments import Fragment, FragmentStore
+from bnvg.evidence.fragments import Fragment, FragmentStore, Variant
+from bnvg.experiment.platform import NOT_SET, TORCH_REFERENCE, VARIABLES, Platform
 from bnvg.sweep.job import run_variant
 from bnvg.sweep.variants import (
     ATEN_AVX512,
+    MKL_AUTO,
     NATIVE,
     WORKSHOP,
-    Variant,
     one_setting_varied,
     per_machine,
     seed_variants,
@@ -36,38 +36,46 @@ from bnvg.sweep.variants import (
 Say = Callable[[str], None]
 
 
-def _machine_here() -> dict[str, str]:
-    """This worker's machine: its platform as recorded, and the widest ATen kernels its CPU
-    runs (run on the worker; torch's own CPU check, whatever the worker's variables say)."""
+@dataclass(frozen=True)
+class Machine:
+    """What a worker is: its platform as it records it, the kernel variables its own user
+    set there, and the widest ATen kernels its CPU runs."""
+
+    platform: Platform
+    user_set: Mapping[str, str]
+    best_aten: str
+
+    def runs(self, variant: Variant) -> Platform:
+        """The platform `variant` computes on here: the reference kernels or the machine's
+        own, then what the worker's user set (a worker started with
+        ATEN_CPU_CAPABILITY=default is such a platform), then the variant's one setting, as
+        the job's session will decide them."""
+        variables = {name: NOT_SET for name in VARIABLES}
+        if not variant.native:
+            variables.update(TORCH_REFERENCE)
+        variables.update(self.user_set)
+        variables.update(dict(variant.settings))
+        return self.platform.with_settings(variables, variant.threads, self.best_aten)
+
+
+def _machine_here() -> dict[str, Any]:
+    """This worker's machine, as JSON (run on the worker; torch's own CPU check, whatever
+    the worker's variables say)."""
     import torch
 
-    from bnvg.experiment.kernels import set_by_user
-    from bnvg.experiment.platform import current
+    from bnvg.experiment.platform import NUMPY_VARIABLE, numpy_reference, numpy_simd, set_by_user
 
     best = "AVX512" if torch.cpu._is_avx512_supported() else "AVX2"
     if not torch.cpu._is_avx2_supported():
         best = "DEFAULT"
     # A kernel variable a bnvg process set (inherited from whatever started this worker) is
     # no choice of this machine's user: each job's session decides it again.
-    chosen = set(set_by_user())
-    inherited = {name: NOT_SET for name in REFERENCE if name not in chosen}
-    return {**current(threads=1), **inherited, "best capability": best}
-
-
-def predicted_platform(variant: Variant, machine: Mapping[str, str]) -> dict[str, str]:
-    """The platform `variant` computes on when run on `machine` (as `_machine_here` says):
-    the reference kernels or the machine's own, then what the worker's own environment
-    sets (a worker started with ATEN_CPU_CAPABILITY=default is such a platform), then the
-    variant's one setting, as the job's session will decide them."""
-    env = dict(machine)
-    env.update({name: NOT_SET for name in REFERENCE} if variant.native else REFERENCE)
-    # `_machine_here` reports only the variables the worker's user set.
-    env.update({n: machine[n] for n in REFERENCE if machine.get(n, NOT_SET) != NOT_SET})
-    env.update(dict(variant.settings))
-    aten = env["ATEN_CPU_CAPABILITY"]
-    env["cpu capability"] = machine["best capability"] if aten == NOT_SET else aten.upper()
-    env["torch threads"] = str(variant.threads)
-    return env
+    user_set = {name: os.environ[name] for name in set_by_user()}
+    here = Platform.here(threads=1)
+    if NUMPY_VARIABLE not in user_set:
+        # Every job's session caps numpy as the reference does (under its native kernels too).
+        here = replace(here, numpy_simd=numpy_simd(without=numpy_reference().split()))
+    return {"platform": here.to_json(), "user set": user_set, "best": best}
 
 
 @dataclass(frozen=True)
@@ -76,10 +84,13 @@ class Job:
     workers: tuple[str, ...] | None  # None: any worker
 
 
-def worker_machines(client: Client) -> dict[str, dict[str, str]]:
+def worker_machines(client: Client) -> dict[str, Machine]:
     """Each worker's address and machine."""
-    machines: dict[str, dict[str, str]] = client.run(_machine_here)
-    return machines
+    found: dict[str, dict[str, Any]] = client.run(_machine_here)
+    return {
+        address: Machine(Platform.from_json(m["platform"]), m["user set"], m["best"])
+        for address, m in found.items()
+    }
 
 
 def plan(
@@ -98,25 +109,25 @@ def plan(
     machines = worker_machines(client)
     by_cpu: dict[str, list[str]] = {}  # one kind of machine: its CPU, torch and numpy
     for address, m in sorted(machines.items()):
-        by_cpu.setdefault(platform_id({**m, "MKL_CBWR": "AUTO"}), []).append(address)
+        by_cpu.setdefault(m.runs(MKL_AUTO).id, []).append(address)
     own = [WORKSHOP] if release_only else [WORKSHOP, NATIVE] if here_only else per_machine()
     everything = not (here_only or release_only)
     wanted: list[tuple[Job, str]] = []  # each job, and the platform its fragment lands in
     for addresses in by_cpu.values():
         machine = machines[addresses[0]]
         for v in own:
-            wanted.append((Job(v, tuple(addresses)), platform_id(predicted_platform(v, machine))))
+            wanted.append((Job(v, tuple(addresses)), machine.runs(v).id))
     if kernels and everything:
         any_machine = machines[sorted(machines)[0]]
-        avx512 = [a for a, m in sorted(machines.items()) if m["best capability"] == "AVX512"]
+        avx512 = [a for a, m in sorted(machines.items()) if m.best_aten == "AVX512"]
         for v in one_setting_varied(avx512=bool(avx512)):
             workers = tuple(avx512) if v is ATEN_AVX512 else None
-            wanted.append((Job(v, workers), platform_id(predicted_platform(v, any_machine))))
+            wanted.append((Job(v, workers), any_machine.runs(v).id))
     if everything:
         # Seeds on one kind of machine (the first, in a fixed order), so that where their
         # fragments land is known before they run.
         first = next(iter(sorted(by_cpu.items())))[1]
-        reference = platform_id(predicted_platform(WORKSHOP, machines[first[0]]))
+        reference = machines[first[0]].runs(WORKSHOP).id
         wanted += [(Job(v, tuple(first)), reference) for v in seed_variants(seeds)]
     todo = [job for job, pid in wanted if not store.has(pid, job.variant.name)]
     return todo, len(wanted)

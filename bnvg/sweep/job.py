@@ -1,7 +1,8 @@
 """One job of the sweep: a variant's whole claims session, run where a Dask worker runs it.
 
 The job receives the project (its claims, snapshots and configuration, packed once by the
-client and shared with every worker), unpacks it in a scratch folder, runs `pytest claims/`
+client and shared with every worker), unpacks it in a scratch folder, notes which experiment
+it is (`bnvg.evidence.fingerprint`), runs `pytest claims/`
 there under the variant with `--snapshot-update` (so a number that moved is recorded, not a
 failure: only the claims' own assertions decide their outcome), and returns the fragment
 built from the session's record. It runs on whichever machine the worker is on, so a worker
@@ -19,9 +20,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bnvg.evidence.fingerprint import experiment_fingerprint
+from bnvg.evidence.fragments import Variant, from_record
+from bnvg.places import Places
 from bnvg.runner import PROJECT_FILES, run_claims
-from bnvg.sweep.fragments import from_record
-from bnvg.sweep.variants import Variant
 
 # Claims that read the sweep's own tables (marked `evidence`) are no claims about a seed.
 NOT_EVIDENCE = "not evidence"
@@ -52,6 +54,9 @@ def run_variant(
         root = Path(scratch) / "project"
         with tarfile.open(fileobj=io.BytesIO(project), mode="r:gz") as tar:
             tar.extractall(root, filter="data")
+        # The experiment this job measures: the project's, before the session updates the
+        # scratch copy's snapshots with what this variant computes.
+        experiment = experiment_fingerprint(Places(root))
         args = ["-n", "0", "-q", "--snapshot-update", *variant.args()]
         args += ["-m", NOT_EVIDENCE, *(["-k", select] if select else [])]
         # Two variants may share a core: threads that spin while they wait would starve each
@@ -66,4 +71,4 @@ def run_variant(
         )
         if not run.record_path.exists() or run.returncode not in (0, 1):
             raise RuntimeError(f"the claims under {variant.name} did not finish:\n{run.tail()}")
-        return from_record(variant, run.record).to_json()
+        return from_record(variant, run.record, experiment).to_json()
