@@ -161,3 +161,20 @@ def committed_log():
     from pathlib import Path
 
     return CommittedLog(Path(__file__).resolve().parent.parent / "captures" / "results.log")
+
+
+@pytest.fixture
+def own_evidence():
+    """Writes a sweep table into a test project as evidence of *its* experiment: stamped with
+    the project's fingerprint, as the sweep stamps the tables it merges (a table of another
+    experiment is not read)."""
+    from bnvg.evidence.fingerprint import experiment_fingerprint
+    from bnvg.places import Places
+
+    def write(project, table):
+        places = Places(project)
+        places.evidence.mkdir(parents=True, exist_ok=True)
+        stamped = {**table, "experiment": experiment_fingerprint(places)}
+        places.fragility_json.write_text(json.dumps(stamped))
+
+    return write

@@ -62,6 +62,15 @@ def test_bnvg_has_no_import_cycle():
         visit(module)
 
 
+@pytest.mark.parametrize(
+    "module", sorted(m for m in MODULES if m.startswith(("bnvg.plugin", "bnvg.evidence")))
+)
+def test_neither_the_plugin_nor_the_evidence_imports_the_sweep(module):
+    """The sweep builds evidence; what judges a run (and the plugin that runs it) never
+    needs the machinery that builds it."""
+    assert not {i for i in runtime_imports(MODULES[module]) if i.startswith("bnvg.sweep")}
+
+
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("bnvg.experiment")))
 def test_the_experiment_knows_neither_pytest_nor_the_logs_text(module):
     imports = runtime_imports(MODULES[module])

@@ -93,14 +93,14 @@ def verdict(md, context=None):
 def test_a_correct_quote_passes_and_a_wrong_one_names_the_reading_it_was_read_as():
     assert verdict("It is 3015x smaller (line 40).").problems == []
     assert verdict("It is 3016x smaller (line 40).").problems == [
-        "quotes 3016 for 'S4 plain ratio, times smaller': here 3015 (robust)"
+        "quotes 3016 for 'S4 plain ratio, times smaller': here 3015 (no evidence for this experiment)"
     ]
 
 
 def test_a_line_says_its_names_and_what_its_headings_say():
     assert verdict("The 4th layer's gradient is 3.99e-02 (line 38).").problems == []
     assert verdict("After 4000 steps it is 3015x smaller (line 40).").problems == [
-        "quotes 4000 for 'S4 plain ratio, times smaller': here 3015 (robust)"
+        "quotes 4000 for 'S4 plain ratio, times smaller': here 3015 (no evidence for this experiment)"
     ]
     assert verdict("After 4000 steps it is 3015x (line 40).", {40: [LINES[64]]}).problems == []
 
@@ -116,7 +116,6 @@ def test_a_missing_or_unverified_line_is_a_problem():
 
 import csv  # noqa: E402
 import json  # noqa: E402
-import shutil  # noqa: E402
 import textwrap  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -158,7 +157,7 @@ def committed_line(key):
 
 
 @pytest.fixture
-def workshop(pytester):
+def workshop(pytester, own_evidence):
     """A suite whose claims write the committed lines cited below, and the committed table."""
     pytester.makeconftest('pytest_plugins = ["bnvg.plugin"]\n')
     source = "import json, pytest\nfrom bnvg.log.layout import LogLine\n"
@@ -170,9 +169,9 @@ def workshop(pytester):
                 results_log.write(LogLine.from_json(json.loads({payload!r})))
             """)
     pytester.makepyfile(test_claims=source)
-    evidence = pytester.path / "snapshots" / "evidence"
-    evidence.mkdir(parents=True)
-    shutil.copy(ROOT / "snapshots" / "evidence" / "fragility.json", evidence / "fragility.json")
+    own_evidence(
+        pytester.path, json.loads((ROOT / "snapshots/evidence/fragility.json").read_text())
+    )
     (pytester.path / "text").mkdir()
 
     def write(markdown):

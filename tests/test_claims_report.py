@@ -1,8 +1,6 @@
 """Drift on a platform new to the evidence, --strict-numbers, and the claims report, on a small
 suite (its snapshots record no platform, so every run of it is on a new platform)."""
 
-import json
-
 import pytest
 
 CLAIMS = '''
@@ -51,15 +49,12 @@ LOSS_ENTRY = {
 
 
 @pytest.fixture
-def suite(pytester):
+def suite(pytester, own_evidence):
     """Snapshots recorded with a loss of 0.0053; the sweep says that number is fragile."""
     pytester.makeconftest('pytest_plugins = ["bnvg.plugin"]\n')
     pytester.makepyfile(test_claims=CLAIMS.format(loss="0.0053"))
     pytester.runpytest("--snapshot-update", "-k", "loss or split").assert_outcomes(passed=2)
-    evidence = pytester.path / "snapshots" / "evidence"
-    evidence.mkdir(parents=True)
-    table = {"readings": {"S6 batch norm, final train loss": LOSS_ENTRY}}
-    (evidence / "fragility.json").write_text(json.dumps(table))
+    own_evidence(pytester.path, {"readings": {"S6 batch norm, final train loss": LOSS_ENTRY}})
 
     def run(loss, *args):
         pytester.makepyfile(test_claims=CLAIMS.format(loss=loss))
@@ -76,7 +71,7 @@ def test_on_a_new_platform_a_fragile_number_that_moved_passes_and_is_listed_as_d
             "*this platform is new to the evidence*",
             "Every claim's statement was asserted on this run*",
             "  S6 batch norm, final train loss: snapshot 0.0053, here 0.0079 (log line 66, fragile)",
-            "snapshots recorded with: *",
+            "the reference: *",
             "this run: *",
             "To add this platform to the evidence*python -m bnvg.sweep --here",
         ]

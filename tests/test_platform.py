@@ -15,6 +15,7 @@ def identity(env):
 def reference_values():
     return {**kernels.TORCH_REFERENCE, "NPY_DISABLE_CPU_FEATURES": kernels.numpy_reference()}
 
+
 REFERENCE_ENV = {
     "machine": "x86_64",
     "torch": "2.13.0+cpu",
@@ -232,3 +233,9 @@ def test_a_platform_round_trips_through_its_record():
     here = Platform.here(1)
     assert Platform.from_json(here.to_json()) == here
     assert Platform.from_json(here.identity()).identity() == here.identity()
+
+
+def test_torch_reads_the_thread_count_from_the_variable_the_platform_sets():
+    import bnvg.experiment.runtime as runtime
+
+    assert runtime.THREADS == kernels.THREADS

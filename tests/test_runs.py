@@ -4,13 +4,13 @@ import shutil
 
 import pytest
 import torch
-from bnvg.experiment.platform import Platform
 
 from bnvg.experiment.config import NetSpec, Workshop
 from bnvg.experiment.data import two_moons
 from bnvg.experiment.eval_bug import demonstrate_eval_bug
 from bnvg.experiment.measure import init_grad_ratio
 from bnvg.experiment.model import build_network
+from bnvg.experiment.platform import Platform
 from bnvg.experiment.run_cache import RunCache
 from bnvg.experiment.runs import RUNS, RunSpec
 from bnvg.experiment.train import train_run

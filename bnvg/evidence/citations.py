@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from bnvg.evidence.fragility import Fragility, ReadingEvidence, Seen
 from bnvg.evidence.upgrades import version_key
+from bnvg.evidence.verdicts import status_of
 from bnvg.log.readings import Reading
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
@@ -335,7 +336,8 @@ def check(
                 + _by_release(fragility, evidence, quoted)
             )
         else:
-            kind = "robust" if evidence is None or not evidence.moved_in_print else "fragile"
+            moved = evidence is not None and evidence.moved_in_print
+            kind = "fragile" if moved else status_of(evidence)
             seen = "" if evidence is None else _seen_prints(evidence)
             releases = "" if evidence is None else _by_release(fragility, evidence, quoted)
             verdict.problems.append(

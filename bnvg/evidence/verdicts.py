@@ -115,9 +115,13 @@ class Difference:
         return f"{self.here.name}: {values} (log line {self.line}, {status_of(self.evidence)})"
 
 
+NO_EVIDENCE = "no evidence for this experiment"
+
+
 def status_of(evidence: ReadingEvidence | None) -> str:
-    """robust, fragile or unstable, as the evidence says (robust without evidence)."""
-    return "robust" if evidence is None else evidence.status
+    """robust, fragile or unstable, as the evidence says; without evidence (a new reading,
+    or evidence of another experiment) nothing is known of it, and it is judged as robust."""
+    return NO_EVIDENCE if evidence is None else evidence.status
 
 
 def _same(a: float, b: float) -> bool:
@@ -137,7 +141,7 @@ def judge_reading(
         return False
     if here.printed == compared.printed:
         return None  # below the printed precision: nothing the text quotes moved
-    return status_of(evidence) != "robust"
+    return evidence is not None and evidence.status != "robust"
 
 
 def compare_readings(

@@ -12,7 +12,9 @@ import os
 
 import torch
 
-from bnvg.experiment.platform import THREADS
+# `bnvg.experiment.platform.THREADS`, named here rather than imported: the platform asks
+# torch its facts through this module.
+THREADS = "BNVG_TORCH_THREADS"
 
 if os.environ.get(THREADS):
     torch.set_num_threads(int(os.environ[THREADS]))

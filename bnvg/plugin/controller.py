@@ -290,9 +290,14 @@ class Controller:
             write(f"this run computed on the reference: {self.platform.describe()}")
             write(f"every number was compared with the snapshots, bit for bit ({self.platform.id})")
         elif kind == HELD:
+            s = self.settings
+            seeds = seed_variant_name(s.sampler_seed, s.init_seed)
             terminalreporter.write_sep("-", "a platform the evidence holds")
             write(f"this run: {self.platform.describe()} ({self.platform.id})")
-            write("every number was compared with this platform's own fragment, bit for bit")
+            write(
+                f"every number of its fragment{f' at {seeds}' if seeds else ''} was compared "
+                "with this run's, bit for bit; what the fragment lacks, as on a new platform"
+            )
         else:
             terminalreporter.write_sep("-", "this platform is new to the evidence")
             write(
