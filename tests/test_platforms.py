@@ -10,11 +10,13 @@ Each runs the eval-bug claims (one network) in a scratch copy of the project, in
 import gzip
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from bnvg.runner import run_claims, scratch_copy
+from bnvg.runner import environment, run_claims, scratch_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 SCALAR = {"ATEN_CPU_CAPABILITY": "default"}
@@ -100,3 +102,105 @@ def test_a_new_platform_passes_on_its_statements_reporting_drift_and_fails_a_bro
     assert any(d.startswith("S9 gamma, neuron 2: snapshot 4.03, here ") for d in drift)
     assert "this platform is new to the evidence" in run.stdout
     assert "python -m bnvg.sweep --here" in run.stdout
+
+
+# -- the reference, wherever it runs; another experiment -----------------------------------------
+
+
+def test_another_vendor_and_model_under_the_reference_kernels_stand_as_the_reference():
+    from bnvg.evidence.verdicts import REFERENCE
+    from bnvg.experiment.platform import Platform
+    from bnvg.plugin.standing import find, reference_identity
+
+    settings = standing_settings()
+    reference = reference_identity(settings)
+    assert reference is not None and not reference.cpu  # an identity names no machine
+    for cpu in ("GenuineIntel family 6 model 167 (Intel Xeon)", "AuthenticAMD family 25 model 1"):
+        here = Platform.from_json({**reference.to_json(), "cpu": cpu, "python": "3.11.7"})
+        assert find(here, settings).kind == REFERENCE
+
+
+def standing_settings(**changes):
+    """The settings of a plain `pytest claims/` in this checkout."""
+    import dataclasses
+
+    from bnvg.evidence.fingerprint import experiment_fingerprint
+    from bnvg.places import Places
+    from bnvg.plugin.options import Settings
+
+    places = Places(ROOT)
+    plain = Settings(
+        places=places,
+        results_log=places.results_log,
+        diagrams=places.diagrams,
+        strict=False,
+        update=False,
+        recompute=False,
+        torch_threads=1,
+        native_kernels=False,
+        kernels={},
+        sampler_seed=None,
+        init_seed=None,
+        experiment=experiment_fingerprint(places),
+        workshop_text=None,
+        claims_report=None,
+        record=None,
+    )
+    return dataclasses.replace(plain, **changes)
+
+
+def test_a_changed_recipe_fails_exactly_on_the_reference_and_the_evidence_is_stale(
+    tmp_path, scalar_cache
+):
+    """lr 0.5 -> 0.45 in a copy of bnvg: every eval-bug claim reads the moved batch-norm
+    run and fails, nothing is reported as drift, and the summary says the sweep measured
+    another experiment."""
+    project = scratch_copy(ROOT, tmp_path / "project")
+    shutil.copytree(ROOT / "bnvg", project / "bnvg", ignore=shutil.ignore_patterns("__pycache__"))
+    config = project / "bnvg" / "experiment" / "config.py"
+    recipe = config.read_text()
+    changed = recipe.replace("    lr: float = 0.5  #", "    lr: float = 0.45  #")
+    assert changed != recipe
+    config.write_text(changed)
+    run = run_claims(
+        ["-k", "eval_bug"],
+        cwd=project,
+        outputs=tmp_path / "out",
+        env={"PYTHONPATH": str(project)},
+        cache_dir=tmp_path / "cache",
+    )
+    record = run.record
+    assert record.standing["kind"] == "reference"
+    ran = {n: c for n, c in record.claims.items() if c.outcome != "not run"}
+    assert len(ran) == 4 and all(c.outcome == "failed" for c in ran.values()), run.tail()
+    assert all(c.drift == () for c in record.claims.values())
+    assert "run 'batch norm' differs from its snapshot" in run.stdout
+    assert "The sweep measured another experiment" in run.stdout
+    assert "python -m bnvg.sweep" in run.stdout
+
+
+def test_another_experiment_writes_nothing_committed_and_says_where_it_wrote(tmp_path):
+    project = scratch_copy(ROOT, tmp_path / "project")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "claims/", "-k", "eval_bug", "--init-seed", "1"],
+        cwd=project,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert not (project / "captures").exists() and not (project / "diagrams").exists()
+    elsewhere = project / ".pytest_cache/d/bnvg-seeds/init-seed-1"
+    assert (elsewhere / "results.log").is_file()
+    assert "wrote .pytest_cache/d/bnvg-seeds/init-seed-1/results.log" in done.stdout
+    assert "never in captures/ or diagrams/" in done.stdout
+    refused = subprocess.run(
+        [sys.executable, "-m", "pytest", "claims/", "--init-seed", "1", "--diagrams", "diagrams"],
+        cwd=project,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert refused.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "never writes the workshop's committed log or figures" in refused.stderr

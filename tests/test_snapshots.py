@@ -66,9 +66,11 @@ def test_changing_one_stored_reading_fails_exactly_the_claim_that_owns_it_naming
     )
     result = run(project)
     result.assert_outcomes(passed=5, failed=1)
+    # A stored number edited by hand makes the snapshots another experiment's: the sweep's
+    # evidence no longer applies, and the reading is judged exactly, as robust.
     result.stdout.fnmatch_lines(
         [
-            "*S5 factor 0.25, left at the deep depth: snapshot 9.61e-07, here 9.54e-07 (log line 60, robust)",
+            "*S5 factor 0.25, left at the deep depth: snapshot 9.61e-07, here 9.54e-07 (log line 60, no evidence for this experiment)",
             "If the new values are right, accept them: pytest claims/ --snapshot-update -k "
             "'test_factor_per_layer_compounds_over_4_and_10_layers?0.25?' (then update the text that quotes them)",
             "FAILED claims/test_s5_geometric_decay.py::test_factor_per_layer_compounds_over_4_and_10_layers?0.25?*",

@@ -4,6 +4,7 @@ Each test sweeps a scratch copy of the project over a few claims (`--select`), s
 seconds; the machinery is the one the full sweep runs.
 """
 
+import dataclasses
 import json
 import os
 import shutil
@@ -15,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from bnvg.evidence.fingerprint import experiment_fingerprint
 from bnvg.evidence.fragments import Fragment, FragmentStore
+from bnvg.places import Places
 from bnvg.runner import environment, scratch_copy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +35,10 @@ def project(folder):
     for name in ("fragility.json", "fragility.md", "robustness.json", "robustness.md"):
         (evidence / name).unlink(missing_ok=True)
     return folder
+
+
+def experiment_of(folder):
+    return experiment_fingerprint(Places(folder))
 
 
 def sweep(folder, *args, env=None, check=True):
@@ -79,7 +86,7 @@ def test_a_sweep_says_its_progress_and_writes_a_fragment_per_job_and_the_tables(
     table = json.loads((folder / "snapshots/evidence/robustness.json").read_text())
     assert {a: len(v) for a, v in table["axes"].items()} == {"sampler": 3, "init": 3}
     # The jobs compute under the reference kernels, but where a variant says otherwise.
-    store = FragmentStore(folder / "snapshots/evidence/fragments")
+    store = FragmentStore(folder / "snapshots/evidence/fragments", experiment_of(folder))
     kernels = {
         f.variant.name: (f.platform["MKL_CBWR"], f.platform["ATEN_CPU_CAPABILITY"])
         for f in store.all()
@@ -150,9 +157,34 @@ def test_a_killed_sweep_resumes_computing_only_the_missing_fragments(swept, tmp_
     assert evidence_bytes(resumed) == evidence_bytes(folder)
 
 
+def test_a_sweep_recomputes_the_stale_fragments_it_can_and_keeps_none_it_cannot(swept, tmp_path):
+    """Evidence of another experiment (here: the workshop fragment re-stamped as another's,
+    and one of a machine this sweep cannot run) is no evidence: the sweep computes the first
+    again, deletes the second, and writes the same tables as a sweep that never saw them."""
+    folder, _ = swept
+    stale = tmp_path / "stale"
+    shutil.copytree(folder, stale)
+    store = FragmentStore(stale / "snapshots/evidence/fragments", experiment_of(stale))
+    [workshop] = list(store.folder.glob("*/workshop.json.gz"))
+    old = dataclasses.replace(store.read(workshop), experiment="another experiment")
+    workshop.write_bytes(old.encode())
+    elsewhere = store.folder / "x86_64-a-machine-gone-elsewhere" / "native.json.gz"
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(old.encode())
+    assert len(store.stale()) == 2 and store.at_seeds(workshop.parent.name, None) is None
+    said = sweep(stale, "--seeds", "2", *QUICK)
+    assert "2 of 8 fragments measured another experiment than this checkout's" in said
+    assert "1 of 7 jobs to run (6 fragments already there)" in said
+    assert "deleted a stale fragment: snapshots/evidence/fragments/x86_64-a-machine-gone" in said
+    assert not elsewhere.parent.exists() and store.stale() == []
+    assert evidence_bytes(stale) == evidence_bytes(folder)
+    table = json.loads((stale / "snapshots/evidence/fragility.json").read_text())
+    assert table["experiment"] == experiment_of(stale)
+
+
 def test_fragments_are_the_same_bytes_whenever_encoded_and_a_damaged_one_is_named(swept, tmp_path):
     folder, _ = swept
-    store = FragmentStore(folder / "snapshots/evidence/fragments")
+    store = FragmentStore(folder / "snapshots/evidence/fragments", experiment_of(folder))
     [path] = list(store.folder.glob("*/workshop.json.gz"))
     fragment = store.read(path)
     assert fragment.encode() == path.read_bytes()
@@ -161,7 +193,7 @@ def test_fragments_are_the_same_bytes_whenever_encoded_and_a_damaged_one_is_name
     damaged.parent.mkdir()
     damaged.write_bytes(path.read_bytes()[:100])
     with pytest.raises(ValueError, match=r"the fragment .*workshop.json.gz is damaged"):
-        FragmentStore(tmp_path).read(damaged)
+        FragmentStore(tmp_path, experiment_of(folder)).read(damaged)
 
 
 def test_a_capped_platform_keeps_every_fragment_of_the_higher_capability(swept, tmp_path):

@@ -66,7 +66,10 @@ def test_on_a_new_platform_a_robust_reading_printed_differently_fails():
     here = reading(3015.3, TIMES, "S4 plain ratio")
     [d] = compare_readings([here], {RATIO_NAME: 3016.2}, LINES, EMPTY, ON_NEW)
     assert not d.drift
-    assert d.describe() == f"{RATIO_NAME}: snapshot 3016, here 3015 (log line 40, no evidence for this experiment)"
+    assert (
+        d.describe()
+        == f"{RATIO_NAME}: snapshot 3016, here 3015 (log line 40, no evidence for this experiment)"
+    )
 
 
 def test_on_a_new_platform_a_move_below_the_printed_precision_is_nothing_to_report():

@@ -4,6 +4,7 @@ Each writes its log, diagrams and session record to a scratch folder, never to t
 repository's, and is read through its record (`bnvg.runner`), not its terminal output.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -154,6 +155,26 @@ def test_a_partial_update_touches_no_other_snapshot_file(tmp_path, warm):
     before = snapshot_files(project)
     warm(tmp_path / "out", "-k", "eval_bug", "--snapshot-update", cwd=project)
     assert snapshot_files(project) == before
+
+
+def test_a_full_update_keeps_the_reference_identity_and_says_when_it_changes(tmp_path, warm):
+    """On any machine of the reference platform a full update leaves environment.json byte
+    for byte (it names no machine); recorded for another torch, the update says the
+    reference changed, naming both identities, and records this one."""
+    project = scratch_project(tmp_path / "project")
+    environment = project / "snapshots" / "environment.json"
+    committed = environment.read_bytes()
+    first = warm(tmp_path / "same", "--snapshot-update", cwd=project)
+    assert environment.read_bytes() == committed
+    assert "the reference changed" not in first.stdout
+    other = json.loads(committed)
+    other["torch"] = "2.12.1+cu130"
+    environment.write_text(json.dumps(other, indent=2, sort_keys=True) + "\n")
+    changed = warm(tmp_path / "changed", "--snapshot-update", cwd=project)
+    said = changed.stdout.replace("\n", " ")
+    assert "the reference changed: the snapshots now hold the numbers of " in said
+    assert "(x86_64-torch-2.12.1-cu130-numpy-2.2.6-avx2-aten-avx2-mkl-compatible-" in said
+    assert environment.read_bytes() == committed
 
 
 def test_a_moved_history_point_fails_every_claim_of_that_run_naming_run_step_and_quantity(

@@ -449,6 +449,8 @@ class Platform:
             "cpu capability": self.aten,
             "numpy simd": self.numpy_simd,
             **{name: self.kernels.get(name, NOT_SET) for name in VARIABLES},
+            "mkl": self.mkl,
+            "onednn": self.onednn,
             "set by the user": ", ".join(self.set_by_user) or "none",
             "torch threads": str(self.threads),
         }
@@ -476,8 +478,9 @@ class Platform:
             machine=d.get("machine", "?"),
             torch=d.get("torch", "?"),
             aten=d.get("cpu capability", "?").upper(),
-            mkl=mkl_branch(d.get("MKL_CBWR", NOT_SET)),
-            onednn="uncapped" if onednn in (NOT_SET, "") else onednn.upper(),
+            # Records before these keys: MKL's branch and oneDNN's cap from their variables.
+            mkl=d.get("mkl") or mkl_branch(d.get("MKL_CBWR", NOT_SET)),
+            onednn=d.get("onednn") or ("uncapped" if onednn in (NOT_SET, "") else onednn.upper()),
             numpy=d.get("numpy", "?"),
             numpy_simd=d.get("numpy simd", "not recorded"),
             threads=int(d.get("torch threads", "0") or 0),

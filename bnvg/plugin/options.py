@@ -198,8 +198,15 @@ def _outputs(config: pytest.Config, places: Places) -> tuple[Path, Path]:
                 f"{option} {given}: a session with other seeds is another experiment, and "
                 "never writes the workshop's committed log or figures; give another path"
             )
-    elsewhere = config.rootpath / config.getini("cache_dir") / "d" / SEEDS_FOLDER / variant
-    return results_log or elsewhere / "results.log", diagrams or elsewhere / "diagrams"
+    if results_log is None or diagrams is None:
+        try:
+            cache = config.getini("cache_dir")
+        except ValueError:  # -p no:cacheprovider: pytest's default place all the same
+            cache = ".pytest_cache"
+        elsewhere = config.rootpath / cache / "d" / SEEDS_FOLDER / variant
+        results_log = results_log or elsewhere / "results.log"
+        diagrams = diagrams or elsewhere / "diagrams"
+    return results_log, diagrams
 
 
 def _refuse_unwritable(s: Settings) -> None:
