@@ -179,28 +179,26 @@ def test_a_changed_recipe_fails_exactly_on_the_reference_and_the_evidence_is_sta
     assert "python -m bnvg.sweep" in run.stdout
 
 
-def test_another_experiment_writes_nothing_committed_and_says_where_it_wrote(tmp_path):
-    project = scratch_copy(ROOT, tmp_path / "project")
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "claims/", "-k", "eval_bug", "--init-seed", "1"],
+def pytest_in(project, *args):
+    """`pytest claims/ ARGS` as a user types it in `project`: its own outputs, pytest's cache."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "claims/", *args],
         cwd=project,
         env=environment(),
         capture_output=True,
         text=True,
         timeout=900,
     )
+
+
+def test_another_experiment_writes_nothing_committed_and_says_where_it_wrote(tmp_path):
+    project = scratch_copy(ROOT, tmp_path / "project")
+    done = pytest_in(project, "-k", "eval_bug", "--init-seed", "1")
     assert not (project / "captures").exists() and not (project / "diagrams").exists()
     elsewhere = project / ".pytest_cache/d/bnvg-seeds/init-seed-1"
     assert (elsewhere / "results.log").is_file()
     assert "wrote .pytest_cache/d/bnvg-seeds/init-seed-1/results.log" in done.stdout
     assert "never in captures/ or diagrams/" in done.stdout
-    refused = subprocess.run(
-        [sys.executable, "-m", "pytest", "claims/", "--init-seed", "1", "--diagrams", "diagrams"],
-        cwd=project,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    refused = pytest_in(project, "--init-seed", "1", "--diagrams", "diagrams")
     assert refused.returncode == pytest.ExitCode.USAGE_ERROR
     assert "never writes the workshop's committed log or figures" in refused.stderr
