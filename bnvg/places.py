@@ -86,6 +86,3 @@ class Places:
         ("runs/batch-norm", "claims/test_s4_at_init/test_plain_...")."""
         return self.numbers / f"{name}.csv"
 
-
-def places(root: Path) -> Places:
-    return Places(root)

@@ -8,7 +8,6 @@ matched against its template (`Template.pattern`), which yields every number by 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,3 @@ def read_published(path: Path, workshop: Workshop = WORKSHOP) -> dict[str, Readi
             found[reading.name] = reading
     return found
 
-
-def printed_values(readings: Mapping[str, Reading]) -> dict[str, str]:
-    return {name: r.printed for name, r in readings.items()}
