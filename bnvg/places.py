@@ -85,4 +85,3 @@ class Places:
         """The CSV file of a stored table or a claim's readings, by its name
         ("runs/batch-norm", "claims/test_s4_at_init/test_plain_...")."""
         return self.numbers / f"{name}.csv"
-

@@ -4,7 +4,7 @@ facts of torch that let a session that computes nothing skip importing it."""
 import subprocess
 import sys
 
-from bnvg.plugin.computed import Computed
+from bnvg.plugin.fixtures import Computed
 from bnvg.store import Store
 
 

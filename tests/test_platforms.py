@@ -110,7 +110,7 @@ def test_a_new_platform_passes_on_its_statements_reporting_drift_and_fails_a_bro
 def test_another_vendor_and_model_under_the_reference_kernels_stand_as_the_reference():
     from bnvg.evidence.verdicts import REFERENCE
     from bnvg.experiment.platform import Platform
-    from bnvg.plugin.standing import find, reference_identity
+    from bnvg.plugin.options import find, reference_identity
 
     settings = standing_settings()
     reference = reference_identity(settings)

@@ -7,7 +7,7 @@ import pytest
 
 from bnvg.files import atomic_write
 from bnvg.log.layout import claimed_keys, layout, line_number
-from bnvg.plugin.results_log import NOT_VERIFIED
+from bnvg.plugin.session import NOT_VERIFIED
 
 N_LINES = len(layout())
 
@@ -250,7 +250,7 @@ def test_a_snapshot_update_under_another_seed_is_refused_in_a_checkout(suite, py
 def test_only_a_run_of_the_claims_alone_counts_as_one_a_warm_cache_runs_in_one_process(pytester):
     """With every network in pytest's cache, `-n auto` runs `pytest claims/` in one process;
     `pytest claims/ tests/` still gets a worker per core for the project's own tests."""
-    from bnvg.plugin.collection import only_claims
+    from bnvg.plugin.options import only_claims
 
     (pytester.path / "claims").mkdir()
     (pytester.path / "tests").mkdir()

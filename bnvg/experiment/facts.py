@@ -2,7 +2,7 @@
 
 Each function runs the workshop's own computations (`sigmoid_facts`, `model`, `measure`)
 and returns plain numbers, so a session can keep the result in pytest's cache and a later one
-read it without importing torch (`bnvg.plugin.computed`). torch is imported inside them, on
+read it without importing torch (`bnvg.plugin.fixtures`). torch is imported inside them, on
 the one path that computes.
 """
 

@@ -1,6 +1,6 @@
 """What each figure plots, as tables of numbers: checked against their snapshot, then drawn.
 
-A figure claim first compares these numbers with the stored ones (`bnvg.plugin.numbers`),
+A figure claim first compares these numbers with the stored ones (`bnvg.plugin.quoting`),
 then draws exactly them (`bnvg.figures.draw`). The arrays keep the dtype the script plotted
 (float32 for torch's curves and the data set), so the PNGs stay byte-identical to the
 script's. Training curves are not here: they are the runs' histories

@@ -47,4 +47,3 @@ def read_published(path: Path, workshop: Workshop = WORKSHOP) -> dict[str, Readi
             reading = Reading(line.key, quantity, value)
             found[reading.name] = reading
     return found
-

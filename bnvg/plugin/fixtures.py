@@ -1,24 +1,55 @@
-"""The fixtures the claims use: the recipe, the data, fresh measurements, snapshots, figures.
+"""What the claims read: the recipe, the data, trained runs, computed results and figures.
 
 Everything expensive is computed once per session and handed out frozen: results are frozen
 dataclasses of floats, and a trained network is only ever given out as a fresh copy
-(`TrainedRun.network()`), so no claim can change what another reads. What takes torch to
-compute goes through `computed` (`bnvg.plugin.computed`), which keeps it in pytest's cache.
-The bnvg imports sit inside the fixtures, and torch's inside the computations: a session
-that reuses every result imports no torch at all.
+(`TrainedRun.network()`), so no claim can change what another reads. Each is kept in pytest's
+cache folder under a key of everything it depends on, and reused by later sessions while
+nothing of it changes (`--recompute` computes everything again):
+
+- **runs** (`.pytest_cache/d/bnvg-runs`, `bnvg.experiment.run_cache`): a claim declares the
+  trained networks it reads (`@pytest.mark.runs("plain", ...)`), so only the selected claims'
+  runs are trained; under xdist the workers train them between them, into a folder they
+  share. Reading a run checks its whole history against the stored one first.
+- **computed results** (`bnvg-results`): everything else that takes torch (the S2 facts, the
+  S3 starting weights, the S4 measurements, the at-init ratios, the eval-bug demonstration),
+  so a session that computes nothing imports no torch.
+- **figures** (`bnvg-figures`): `figure.check` compares the numbers a figure plots with their
+  snapshot, `figure.draw` draws it, or copies the PNG the same code drew from the same numbers
+  before, without importing matplotlib.
+
+The bnvg imports that reach torch sit inside the fixtures.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+import json
+import pickle
+import platform
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
 import pytest
 
-from bnvg.plugin.options import UPDATE_COMMAND, fragility, settings
-from bnvg.plugin.outcomes import LINE
-from bnvg.plugin.quoting import Quoted
-from bnvg.plugin.text_snapshots import damage, extension_for
+from bnvg.evidence.tables import Table, history_table
+from bnvg.experiment.results import TrainedRun
+from bnvg.files import replacing
+from bnvg.plugin.options import (
+    LINE,
+    RUN_EVENTS,
+    RUNS_FOLDER,
+    UPDATE_COMMAND,
+    fragility,
+    owned_keys,
+    process_facts,
+    settings,
+    standing,
+)
+from bnvg.plugin.quoting import NumberSnapshots, Quoted, damage, extension_for
+from bnvg.store import Damaged, Entry, Store, digest, source_digest
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
@@ -29,11 +60,12 @@ if TYPE_CHECKING:
     from bnvg.experiment.config import NetSpec, Workshop
     from bnvg.experiment.data import TwoMoons
     from bnvg.experiment.facts import SigmoidFacts, StartingWeights
-    from bnvg.experiment.results import AtInit
+    from bnvg.experiment.results import AtInit, TrainedRun
+    from bnvg.experiment.run_cache import RunCache
     from bnvg.log.layout import LogLine
-    from bnvg.plugin.computed import Computed
 
 
+# -- the recipe, the data, snapshots and the log's writer -----------------------------------
 @pytest.fixture(scope="session")
 def workshop(pytestconfig: pytest.Config) -> Workshop:
     """The workshop's recipe; --sampler-seed K and --init-seed K (for the sweep) change the
@@ -53,7 +85,6 @@ def fragility_table(pytestconfig: pytest.Config) -> Fragility:
 @pytest.fixture(scope="session")
 def platform_standing(pytestconfig: pytest.Config) -> Standing:
     """Where this session's platform stands with the evidence (`bnvg.evidence.verdicts`)."""
-    from bnvg.plugin.standing import standing
 
     return standing(pytestconfig)
 
@@ -126,7 +157,6 @@ def figure_table(computed: Computed) -> Callable[[str, Callable[[], Table]], Tab
 @pytest.fixture(scope="session")
 def torch_platform(pytestconfig: pytest.Config) -> dict[str, str]:
     """What torch says of this session's platform: its version and ATen's kernels."""
-    from bnvg.plugin.standing import process_facts
 
     return process_facts(pytestconfig)
 
@@ -160,7 +190,6 @@ class ResultsLog:
     and so has no snapshot."""
 
     def __init__(self, item: pytest.Item) -> None:
-        from bnvg.plugin.outcomes import owned_keys
 
         self._item = item
         self._owns = owned_keys(item)
@@ -178,3 +207,304 @@ class ResultsLog:
 @pytest.fixture
 def results_log(request: pytest.FixtureRequest) -> ResultsLog:
     return ResultsLog(request.node)
+
+
+# -- trained runs ---------------------------------------------------------------------------
+NEEDED_RUNS = pytest.StashKey[tuple[str, ...]]()
+
+
+def declared_runs(item: pytest.Item) -> tuple[str, ...]:
+    return tuple(name for mark in item.iter_markers("runs") for name in mark.args)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Note which runs the selected claims need (after -k / -m deselection)."""
+    from bnvg.experiment.runs import run_named
+
+    needed: dict[str, None] = {}
+    for item in session.items:
+        for name in declared_runs(item):
+            try:
+                run_named(name)
+            except ValueError as error:
+                raise pytest.UsageError(f"{item.nodeid}: {error}") from None
+            needed[name] = None
+    session.config.stash[NEEDED_RUNS] = tuple(needed)
+
+
+@pytest.fixture(scope="session")
+def run_cache(
+    workshop: Workshop, pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
+) -> RunCache:
+    """Every run the selected claims need, each trained at most once, and reused from pytest's
+    cache folder while nothing it depends on changed.
+
+    Under pytest-xdist the workers of one session share the store (the pattern xdist
+    documents for session fixtures that must run once) and train the missing runs between
+    them up front, each taking the next untrained run, longest first. Without pytest's cache
+    the workers share a folder of the session's temporary directory instead.
+    """
+    import uuid
+
+    from bnvg.experiment.run_cache import Reused, RunCache
+    from bnvg.store import Store
+
+    events = pytestconfig.stash[RUN_EVENTS]
+
+    def note(event: str, name: str, detail: Any) -> None:
+        if isinstance(detail, Reused):
+            detail = {"trained at": detail.trained_at, "platform": dict(detail.platform)}
+        events.append((event, name, detail))
+
+    worker = getattr(pytestconfig, "workerinput", None)
+    pytest_cache = getattr(pytestconfig, "cache", None)  # None under -p no:cacheprovider
+    cache_dir = pytest_cache.mkdir(RUNS_FOLDER) if pytest_cache is not None else None
+    if cache_dir is not None:
+        store: Store | None = Store(cache_dir)
+    elif worker is not None:
+        store = Store(tmp_path_factory.getbasetemp().parent / RUNS_FOLDER)
+    else:
+        store = None
+    s = settings(pytestconfig)
+
+    cache = RunCache(
+        workshop,
+        store=store,
+        on_event=note,
+        session=worker["testrunuid"] if worker else uuid.uuid4().hex,
+        recompute=s.recompute,
+        facts=lambda: process_facts(pytestconfig),  # read from pytest's cache: no torch
+    )
+    needed: tuple[str, ...] = pytestconfig.stash[NEEDED_RUNS]
+    if worker is not None:
+        cache.prefetch(needed)
+    return cache
+
+
+class DeclaredRuns:
+    """The runs one claim declared with `@pytest.mark.runs`, and no others; each read
+    checks its history against the stored one first."""
+
+    def __init__(self, request: pytest.FixtureRequest, cache: RunCache) -> None:
+        self._request = request
+        self._cache = cache
+        self._names = declared_runs(request.node)
+        self._numbers = NumberSnapshots(
+            request, settings(request.config), fragility(request.config)
+        )
+        self._checked: set[str] = set()
+
+    def get(self, name: str) -> TrainedRun:
+        """The trained run `name`, its history verified."""
+        __tracebackhide__ = True
+        if name not in self._names:
+            raise pytest.UsageError(
+                f"{self._request.node.nodeid} reads run {name!r} without declaring it: "
+                f"add it to its @pytest.mark.runs({', '.join(map(repr, self._names))})"
+            )
+        run = self._cache.get(name)
+        if name not in self._checked:
+            self._numbers.check_table(history_table(name, run.history))
+            self._checked.add(name)
+        return run
+
+    def history(self, name: str) -> Table:
+        """The run's history as it is stored and plotted (verified)."""
+        return history_table(name, self.get(name).history)
+
+
+@pytest.fixture
+def runs(request: pytest.FixtureRequest, run_cache: RunCache) -> DeclaredRuns:
+    """The trained runs this claim declared with `@pytest.mark.runs(...)`."""
+    return DeclaredRuns(request, run_cache)
+
+
+# -- computed results, kept in pytest's cache -----------------------------------------------
+T = TypeVar("T")
+RESULTS_FOLDER = "bnvg-results"
+PACKAGE = Path(__file__).resolve().parent.parent
+# Every line a computed result can execute: the experiment, and the figures' tables.
+SOURCES = (*sorted((PACKAGE / "experiment").glob("*.py")), PACKAGE / "figures" / "series.py")
+
+
+class Computed:
+    """Results by name, each computed at most once per key and kept in `store` (None: in
+    memory only). `inputs`: what every result depends on besides its name."""
+
+    def __init__(
+        self,
+        store: Store | None,
+        inputs: Mapping[str, str],
+        recompute: bool,
+        on_event: Callable[[str, str, Any], None],
+    ) -> None:
+        self.store = store
+        self.inputs = dict(inputs)
+        self.recompute = recompute
+        self.on_event = on_event
+        self._done: dict[str, Any] = {}
+
+    def key(self, name: str) -> str:
+        return digest(json.dumps({"result": name, **self.inputs}, sort_keys=True))
+
+    def get(self, name: str, compute: Callable[[], T]) -> T:
+        """The result `name`: kept from before, or computed now by `compute()` and kept."""
+        if name in self._done:
+            return self._done[name]  # type: ignore[no-any-return]
+        value = self._load_or_compute(name, compute)
+        self._done[name] = value
+        return value
+
+    def _load_or_compute(self, name: str, compute: Callable[[], T]) -> T:
+        if self.store is None:
+            return compute()
+        key = self.key(name)
+        with self.store.lock(key):
+            found = None if self.recompute else self.store.get(key)
+            if isinstance(found, Entry):
+                try:
+                    value: T = pickle.loads(found.content)
+                except Exception as error:  # a class that moved or changed: compute anew
+                    self.on_event("result damaged", name, f"{type(error).__name__}: {error}")
+                else:
+                    self.on_event("result reused", name, None)
+                    return value
+            elif isinstance(found, Damaged):
+                self.on_event("result damaged", name, found.reason)
+            value = compute()
+            when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+            about = {"result": name, "computed at": when, "inputs": self.inputs}
+            self.store.put(key, pickle.dumps(value, protocol=5), about)
+            return value
+
+
+@pytest.fixture(scope="session")
+def computed(pytestconfig: pytest.Config, run_cache: Any) -> Computed:
+    """This session's computed results (see the module's docstring)."""
+    pytest_cache = getattr(pytestconfig, "cache", None)
+    store = Store(pytest_cache.mkdir(RESULTS_FOLDER)) if pytest_cache is not None else None
+    events = pytestconfig.stash[RUN_EVENTS]
+    inputs = {
+        "source": source_digest(SOURCES),
+        "workshop": repr(run_cache.workshop),
+        **run_cache.where,
+    }
+    return Computed(
+        store,
+        inputs,
+        settings(pytestconfig).recompute,
+        lambda event, name, detail: events.append((event, name, detail)),
+    )
+
+
+# -- figures: checked, drawn or reused ------------------------------------------------------
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+FIGURES_FOLDER = "bnvg-figures"
+DRAWING_CODE = Path(__file__).resolve().parent.parent / "figures" / "draw.py"
+# What the figures are drawn with and on, beside the numbers and the code.
+RENDERER = (metadata.version("matplotlib"), platform.python_version(), platform.machine())
+
+
+def fingerprint(value: Any) -> list[bytes | str]:
+    """What a figure's input is, as bytes: tables and arrays by content, networks by their
+    weights, trained runs by their key in the run store (which names everything their weights
+    depend on), containers by their items, anything else by its repr."""
+    if isinstance(value, Table):
+        parts: list[bytes | str] = [value.name, value.index_name, repr(value.index)]
+        for column, values in value.columns.items():
+            array = np.ascontiguousarray(values)
+            parts += [column, str(array.dtype), array.tobytes()]
+        return parts
+    if isinstance(value, np.ndarray):
+        return [str(value.dtype), repr(value.shape), np.ascontiguousarray(value).tobytes()]
+    if isinstance(value, TrainedRun):  # the same run key, the same weights
+        return ["run", value.key] if value.key else fingerprint(value.network())
+    if hasattr(value, "state_dict"):  # a network: its weights and buffers decide what it draws
+        return [
+            part
+            for name, tensor in sorted(value.state_dict().items())
+            for part in (name, *fingerprint(tensor.detach().cpu().numpy()))
+        ]
+    if hasattr(value, "X") and hasattr(value, "y"):  # the data set
+        return [*fingerprint(value.X), *fingerprint(value.y), repr(value.n_train)]
+    if isinstance(value, Mapping):
+        return [p for k, v in value.items() for p in (repr(k), *fingerprint(v))]
+    if isinstance(value, list | tuple):
+        return [p for item in value for p in ("[", *fingerprint(item), "]")]
+    return [repr(value)]
+
+
+class Figure:
+    """Where a claim draws its figure, and the checks around drawing it: the numbers it
+    plots against their snapshot before, a real PNG after."""
+
+    def __init__(self, request: pytest.FixtureRequest, folder: Path, store: Store | None) -> None:
+        self.folder = folder
+        self._config = request.config
+        self._store = store
+        self._numbers = NumberSnapshots(
+            request, settings(request.config), fragility(request.config)
+        )
+
+    def check(self, *tables: Table) -> None:
+        """Compare the numbers the figure plots with their snapshot."""
+        __tracebackhide__ = True
+        for table in tables:
+            self._numbers.check_table(table)
+
+    def draw(self, name: str, *inputs: Any) -> Path:
+        """Draw `name` with the function of `bnvg.figures.draw` named after it, given `inputs`
+        and the folder; or copy the PNG the same code drew from the same inputs before."""
+        __tracebackhide__ = True
+        key = digest(name, source_digest([DRAWING_CODE]), *RENDERER, *fingerprint(inputs))
+        path = self.folder / name
+        found = (
+            self._store.get(key) if self._store and not settings(self._config).recompute else None
+        )
+        events = self._config.stash[RUN_EVENTS]
+        if isinstance(found, Entry):
+            if not path.exists() or path.read_bytes() != found.content:
+                with replacing(path) as tmp:
+                    tmp.write_bytes(found.content)
+            events.append(("figure reused", name, None))
+            return self.saved(path)
+        if isinstance(found, Damaged):
+            events.append(("figure damaged", name, found.reason))
+        import bnvg.figures.draw as draw
+
+        drawn = getattr(draw, name.removesuffix(".png"))(*inputs, self.folder)
+        if self._store is not None:
+            when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+            self._store.put(key, drawn.read_bytes(), {"figure": name, "drawn at": when})
+        return self.saved(drawn)
+
+    def saved(self, path: Path) -> Path:
+        """Check that the figure was written as a real, non-trivial PNG image."""
+        __tracebackhide__ = True
+        head = path.read_bytes()[:24]
+        assert head.startswith(PNG_SIGNATURE), f"{path} is not a PNG file"
+        width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+        assert width > 300 and height > 200, f"{path} is only {width}x{height} pixels"
+        return path
+
+
+@pytest.fixture(scope="session")
+def diagrams_dir(pytestconfig: pytest.Config) -> Path:
+    """The folder the claims draw their figures into."""
+    path = settings(pytestconfig).diagrams
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def figure_store(pytestconfig: pytest.Config) -> Store | None:
+    """Drawings kept in pytest's cache folder, or None under -p no:cacheprovider."""
+    pytest_cache = getattr(pytestconfig, "cache", None)
+    return Store(pytest_cache.mkdir(FIGURES_FOLDER)) if pytest_cache is not None else None
+
+
+@pytest.fixture
+def figure(
+    request: pytest.FixtureRequest, diagrams_dir: Path, figure_store: Store | None
+) -> Figure:
+    return Figure(request, diagrams_dir, figure_store)

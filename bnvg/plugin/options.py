@@ -1,33 +1,53 @@
-"""The plugin's command-line options, and the settings they make for one session.
+"""What this session is: its options and markers, which claims run where, and the platform.
 
-Everything the other parts of the plugin need to know about the command line is read here
-once, into `Settings` (kept in `config.stash`): where the log, the figures and the snapshots
-go, whether numbers are strict, whether snapshots are being updated.
-
-It also sets the reference kernels (`bnvg.experiment.platform`) and one torch intra-op thread
-(--torch-threads) in every process that computes, before torch is imported: the kernels and
-the thread count change training results, and the log must not depend on the machine.
-`--native-kernels` leaves the machine its own kernels. xdist workers and the sessions the
-sweep starts inherit the settings through the environment.
+- **Options** are read once into `Settings` (kept in `config.stash`): where the log, the
+  figures and the snapshots go, whether numbers are strict, whether snapshots are being
+  updated. The reference kernels (`bnvg.experiment.platform`) and one torch intra-op thread
+  (--torch-threads) are set in every process that computes, before torch is imported: the
+  kernels and the thread count change training results. `--native-kernels` leaves the
+  machine its own kernels. xdist workers and the sessions the sweep starts inherit the
+  settings through the environment. Another experiment (--sampler-seed, --init-seed) writes
+  its log and figures into pytest's cache folder, never into captures/ or diagrams/.
+- **Markers**: `log_lines` (the lines a claim owns), `runs` (the trained networks it reads),
+  `evidence` (it reads the sweep's own tables). A suite in which a log line has an unknown
+  name or two owners is refused before anything runs; citations run last, because they read
+  the log the claims before them verified.
+- **The channel**: a claim's evidence rides on its report (`user_properties`), which xdist
+  ships to the controller (`bnvg.plugin.session`) under the names below.
+- **Where it runs**: `-n auto` (set in pyproject.toml) spreads a full suite over every core,
+  but runs a narrowed selection, or a suite whose trained runs pytest's cache already holds,
+  in one process.
+- **The platform** this process computes on, and where it stands with the evidence: its
+  identity compared with the reference identity (`snapshots/environment.json`), then looked
+  up among the committed fragments of this experiment at this session's seeds; the sweep's
+  table is read only if it measured this experiment. The rules that follow live in
+  `bnvg.evidence.verdicts`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bnvg.evidence.fingerprint import experiment_fingerprint
 from bnvg.evidence.fragility import EMPTY, Fragility
 from bnvg.evidence.fragility import load as load_fragility
-from bnvg.evidence.fragments import seed_variant_name
+from bnvg.evidence.fragments import FragmentStore, seed_variant_name
+from bnvg.evidence.verdicts import HELD, NEW, REFERENCE, Standing
 from bnvg.experiment import platform
+from bnvg.experiment.platform import Platform, torch_facts
+from bnvg.log.layout import claimed_keys
 from bnvg.places import Places
+from bnvg.store import Store
 
+# -- options and settings -------------------------------------------------------------------
 UPDATE_COMMAND = "pytest claims/ --snapshot-update"
 
 
@@ -235,6 +255,15 @@ def pytest_configure(config: pytest.Config) -> None:
         "log_lines(*keys): the results.log lines this claim owns "
         "(see bnvg.log.layout.claimed_keys())",
     )
+    config.addinivalue_line(
+        "markers",
+        "runs(*names): the trained networks this claim reads (see bnvg.experiment.runs.RUNS)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "evidence: the claim reads the sweep's own tables, so the sweep does not judge it per seed",
+    )
+    config.stash[RUN_EVENTS] = []
     threads = config.getoption("bnvg_torch_threads")
     if threads < 1:
         raise pytest.UsageError(f"--torch-threads must be at least 1, got {threads}")
@@ -306,3 +335,189 @@ def pytest_configure(config: pytest.Config) -> None:
     # training-end numbers. torch reads it when it is imported (`bnvg.experiment.runtime`),
     # so a session that computes nothing never imports it.
     platform.use_threads(threads)
+
+
+# -- which claims run, and where ------------------------------------------------------------
+def is_citation(item: pytest.Item) -> bool:
+    return not isinstance(item, pytest.Function)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=is_citation)
+    valid = set(claimed_keys())
+    owner: dict[str, str] = {}
+    for item in items:
+        for key in owned_keys(item):
+            if key not in valid:
+                raise pytest.UsageError(
+                    f"{item.nodeid} owns log line {key!r}, which results.log does not have; "
+                    "valid names are listed by bnvg.log.layout.claimed_keys()"
+                )
+            if key in owner:
+                first, second = sorted([owner[key], item.nodeid])
+                raise pytest.UsageError(f"log line {key!r} is owned by both {first} and {second}")
+            owner[key] = item.nodeid
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    keys = owned_keys(item)
+    if keys:
+        item.user_properties.append((OWNS, keys))
+    if not is_citation(item):
+        item.user_properties.append((SENTENCE, sentence_of(item)))
+
+
+def narrowed(config: pytest.Config) -> bool:
+    """Whether the command line selects some claims rather than all: -k, -m, --deselect, a
+    test file or a node id (a folder such as `claims/` selects all of it)."""
+    return bool(
+        config.option.keyword
+        or config.option.markexpr
+        or getattr(config.option, "deselect", None)
+        or getattr(config.option, "lf", False)
+        or any("::" in arg or Path(arg).is_file() for arg in config.args)
+    )
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` runs a full suite on every core, but a narrowed selection in this one
+    process: `-k`, `-m`, a test file or a node id needs a few claims, and starting workers
+    (each importing torch) would cost more than it saves. PYTEST_XDIST_AUTO_NUM_WORKERS
+    still decides when set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    # Citations read the whole log, so --workshop runs in one process too; and when pytest's
+    # cache holds every trained run, the claims leave nothing worth a second process (other
+    # tests beside them, such as the project's own, still use every core).
+    if narrowed(config) or config.getoption("bnvg_workshop"):
+        return 0
+    if only_claims(config) and all_runs_stored(config):
+        return 0
+    return None
+
+
+def only_claims(config: pytest.Config) -> bool:
+    """Whether every path on the command line lies in the claims folder (bare `pytest` runs
+    the testpaths, which are the claims)."""
+    claims = (config.rootpath / "claims").resolve()
+    paths = [Path(arg.split("::")[0]) for arg in config.args]
+    return all((config.invocation_params.dir / p).resolve().is_relative_to(claims) for p in paths)
+
+
+# -- the platform, and where it stands with the evidence ------------------------------------
+TORCH_FACTS_FOLDER = "bnvg-torch"
+FACTS = pytest.StashKey[dict[str, str]]()
+PLATFORM = pytest.StashKey[Platform]()
+STANDING = pytest.StashKey[Standing]()
+
+
+def process_facts(config: pytest.Config) -> dict[str, str]:
+    """torch's facts of this process's platform, found once per process."""
+    if FACTS not in config.stash:
+        pytest_cache = getattr(config, "cache", None)
+        store = Store(pytest_cache.mkdir(TORCH_FACTS_FOLDER)) if pytest_cache is not None else None
+        config.stash[FACTS] = torch_facts(store)
+    return config.stash[FACTS]
+
+
+def process_platform(config: pytest.Config) -> Platform:
+    """The platform this process computes on."""
+    if PLATFORM not in config.stash:
+        threads = settings(config).torch_threads
+        config.stash[PLATFORM] = Platform.here(threads, process_facts(config))
+    return config.stash[PLATFORM]
+
+
+def reference_identity(s: Settings) -> Platform | None:
+    """The reference, as `snapshots/environment.json` records its identity (None if it
+    cannot be read)."""
+    try:
+        data = json.loads(s.places.environment.read_text())
+        return Platform.from_json(data) if isinstance(data, dict) else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def find(here: Platform, s: Settings) -> Standing:
+    """The standing of the platform `here` for a session with settings `s`."""
+    recorded = reference_identity(s)
+    reference = recorded.id if recorded else ""
+    variant = seed_variant_name(s.sampler_seed, s.init_seed)
+    if variant is None and here.id == reference:
+        return Standing(REFERENCE, here.id, reference, s.strict)
+    fragment = FragmentStore(s.places.fragments, s.experiment).at_seeds(here.id, variant)
+    if fragment is None:
+        return Standing(NEW, here.id, reference, s.strict)
+    return Standing(
+        HELD,
+        here.id,
+        reference,
+        s.strict,
+        readings={name: r.as_float() for name, r in fragment.readings.items()},
+        tables=fragment.tables,
+    )
+
+
+def standing(config: pytest.Config) -> Standing:
+    """This process's standing (found once per process)."""
+    if STANDING not in config.stash:
+        config.stash[STANDING] = find(process_platform(config), settings(config))
+    return config.stash[STANDING]
+
+
+# -- the channel: what a claim's report carries to the controller ---------------------------
+# user_properties names
+OWNS = "bnvg owns"  # the log line keys a claim owns (set at setup)
+SENTENCE = "bnvg sentence"  # what the claim verifies: its docstring's first paragraph
+LINE = "bnvg line"  # one verified log line (LogLine as JSON)
+READINGS = "bnvg readings"  # readings computed, verified or not (for the record)
+STORED = "bnvg stored"  # the stored values of a claim's readings, by name
+TABLE = "bnvg table"  # a stored table this claim checked (Table as JSON)
+NUMBERS_FILE = "bnvg numbers file"  # a numbers snapshot file the claim read or wrote
+DRIFT = "bnvg drift"  # one drifted number, described for people
+NOTE = "bnvg note"  # how a cited lesson holds over other seeds (a citation's, never a failure)
+CITATION = "bnvg citation"  # set by a citation of the workshop's Markdown, not a claim
+
+
+def owned_keys(item: pytest.Item) -> tuple[str, ...]:
+    return tuple(key for mark in item.iter_markers("log_lines") for key in mark.args)
+
+
+def sentence_of(item: pytest.Item) -> str:
+    doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
+    return " ".join(doc.strip().split("\n\n")[0].split())
+
+
+# -- what each process did with the results kept in pytest's cache --------------------------
+# ("trained" | "reused" | "damaged", run name, detail), ("figure reused" | "figure damaged",
+# figure name, detail) or ("result reused" | "result damaged", result name, detail); an xdist
+# worker ships its list to the controller (`bnvg.plugin.session`).
+RUN_EVENTS = pytest.StashKey[list[tuple[str, str, Any]]]()
+RUNS_FOLDER = "bnvg-runs"  # trained runs, in pytest's cache folder
+
+
+def all_runs_stored(config: pytest.Config) -> bool:
+    """Whether pytest's cache holds every run of the workshop for this code and platform, as
+    far as can be told without importing torch (the session itself checks the whole key)."""
+    from bnvg.experiment.config import WORKSHOP
+    from bnvg.experiment.platform import Platform, kept_torch_facts
+    from bnvg.experiment.runs import RUNS, stored_runs
+    from bnvg.store import Store
+
+    if config.getoption("bnvg_recompute") or config.getoption("bnvg_strict_numbers"):
+        return False
+    if not config.pluginmanager.has_plugin("cacheprovider"):
+        return False
+    # Where pytest's Cache.mkdir(...) puts its folders; pytest_xdist_auto_num_workers runs
+    # before the cache plugin is configured.
+    cache = config.rootpath / config.getini("cache_dir") / "d"
+    facts = kept_torch_facts(Store(cache / TORCH_FACTS_FOLDER))
+    if facts is None:
+        return False  # no session on this platform asked torch yet: none trained here either
+    workshop = WORKSHOP.with_seeds(
+        config.getoption("bnvg_sampler_seed"), config.getoption("bnvg_init_seed")
+    )
+    where = Platform.here(config.getoption("bnvg_torch_threads"), facts).cache_fields()
+    return stored_runs(cache / RUNS_FOLDER, workshop, where) == set(RUNS)

@@ -1,42 +1,295 @@
-"""The `quoted` fixture: a claim's lines, checked and handed to the log.
+"""Quoting: a claim's readings and lines, checked against the two snapshot libraries.
 
     summary = fill.run_summary("S6 batch norm", h)
     quoted.lines(summary, holds={"first step at the target": at_most(100)})
 
-In one call it
+`Quoted.lines` asserts the claim's bounds, compares every reading with its stored value by
+name, compares the lines with their text, and hands the verified lines to the log. The two
+libraries each keep their own folder:
 
-1. asserts the claim's bounds on the readings it quotes (`holds`), naming each reading;
-2. compares every reading with its stored full-precision value, by name (pytest-regressions'
-   files), judged by where this run computes (`bnvg.evidence.verdicts`): exactly on the
-   reference and on the platforms the evidence holds; on a new platform a robust reading
-   must print the same and anything else that moved is drift;
-3. compares the lines, as the text quotes them, with syrupy's snapshot; and
-4. hands the verified lines to results.log.
+- **syrupy** (`snapshots/text/`, Amber files, one per claims module): each claim's log lines
+  as the text quotes them; syrupy claims every file it finds there. A changed line reads as
+  a one-line diff in review.
+- **pytest-regressions** (`snapshots/numbers/`, CSV files): every reading at full precision,
+  one file per claim, per training run and per figure. This module reads the stored numbers
+  itself, so a difference is told by name and judged by where this run computes
+  (`bnvg.evidence.verdicts`): exactly on the reference and on a platform the evidence holds;
+  on a new one a robust reading must print the same and anything else that moved is drift.
+  Off the reference pytest-regressions is not asked: its files hold the reference's numbers.
 
-Bounds that hold only for some minibatch orders are declared with `sometimes`: they are not
-asserted on this run, the sweep measures how often they hold.
-
-A claim calls it before its plain `assert`s (the statements no printed number states, such as
-"the maximum over the whole history is below 90%"): the readings are recorded first thing, so
-a run in which the claim fails still counts, with its numbers, in the sweep's evidence.
+A normal run never writes a snapshot: a missing file fails its claim with the update command.
+Files are replaced atomically, so an interrupted update leaves every file whole. Bounds that
+hold only for some minibatch orders are declared with `sometimes`: measured by the sweep, not
+asserted. A claim calls `quoted.lines` before its plain `assert`s, so that a run in which it
+fails still records its numbers for the sweep.
 """
 
 from __future__ import annotations
 
+import csv
+import math
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pytest
+from pytest_regressions.num_regression import NumericRegressionFixture
 from syrupy.exceptions import SnapshotDoesNotExist
+from syrupy.extensions.amber import AmberSnapshotExtension
 
 from bnvg.evidence.fragility import Fragility
-from bnvg.evidence.verdicts import Difference, compare_readings
+from bnvg.evidence.tables import Table, slug
+from bnvg.evidence.verdicts import REFERENCE, Difference, Standing, compare_readings, compare_table
+from bnvg.files import relative, replacing
 from bnvg.log.layout import LogLine, line_named, line_number
-from bnvg.log.readings import Bound
-from bnvg.plugin.numbers import NumberSnapshots, NumbersSnapshotError
-from bnvg.plugin.options import UPDATE_COMMAND, Settings
-from bnvg.plugin.outcomes import DRIFT, LINE, READINGS, STORED, owned_keys
+from bnvg.log.readings import Bound, Reading
+from bnvg.places import Places
+from bnvg.plugin.options import (
+    DRIFT,
+    LINE,
+    NUMBERS_FILE,
+    READINGS,
+    STORED,
+    TABLE,
+    UPDATE_COMMAND,
+    Settings,
+    owned_keys,
+    standing,
+)
+
+if TYPE_CHECKING:
+    from syrupy.location import PyTestLocation
 
 
+# -- syrupy: the text -----------------------------------------------------------------------
+@cache
+def extension_for(places: Places) -> type[AmberSnapshotExtension]:
+    """An Amber extension that keeps its files in `places.text_snapshots` (one class per
+    project root, so syrupy sees the same extension in every claim)."""
+
+    class WorkshopText(AmberSnapshotExtension):
+        @classmethod
+        def dirname(cls, *, test_location: PyTestLocation) -> str:
+            return str(places.text_snapshots)
+
+    return WorkshopText
+
+
+def damage(path: Path) -> str | None:
+    """Why `path` is not a readable Amber snapshot file, or None if it is.
+
+    syrupy reads a damaged file as "needs to be regenerated ... due to a major Syrupy update",
+    which sends an author looking in the wrong place; this names the file and the damage.
+    """
+    if not path.exists():
+        return f"the snapshot file {path} is missing"
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        return f"the snapshot file {path} cannot be read ({error})"
+    if not lines or not lines[0].startswith("# serializer version:"):
+        return (
+            f"the snapshot file {path} is damaged: it does not start with '# serializer version:'"
+        )
+    opened = 0
+    for number, line in enumerate(lines[1:], start=2):
+        if line.startswith("# name: "):
+            if opened:
+                return (
+                    f"the snapshot file {path} is damaged: line {number} starts a snapshot "
+                    "before the last one ended"
+                )
+            opened = number
+        elif line == "# ---":
+            opened = 0
+        elif not opened or not line.startswith("  "):
+            return f"the snapshot file {path} is damaged at line {number}: {line[:60]!r}"
+    if opened:
+        return f"the snapshot file {path} is damaged: the snapshot from line {opened} never ends"
+    return None
+
+
+# -- pytest-regressions: the numbers --------------------------------------------------------
+SHOWN_POINTS = 8  # a history that moved everywhere is summarised after this many points
+
+
+class NumbersSnapshotError(Exception):
+    """A stored numbers file that is missing (`missing`) or cannot be read."""
+
+    def __init__(self, message: str, missing: bool = False) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+
+class _AtomicNumericRegression(NumericRegressionFixture):
+    """num_regression, with its files replaced in one rename (it writes them in place)."""
+
+    def _dump_fn(self, data_object: Any, filename: Path) -> None:
+        with replacing(Path(filename)) as tmp:
+            super()._dump_fn(data_object, tmp)
+
+
+def _float(cell: str) -> float:
+    return math.nan if cell == "" else float(cell)
+
+
+def read_csv(path: Path, index_name: str) -> tuple[list[str], list[str], dict[str, list[float]]]:
+    """(index, column names, columns) of a stored file whose first column is `index_name`."""
+    if not path.exists():
+        raise NumbersSnapshotError(f"{path} is missing", missing=True)
+    try:
+        with path.open(newline="") as f:
+            rows = list(csv.reader(f))
+        header, body = rows[0], rows[1:]
+        if not header or header[0] != index_name or any(len(r) != len(header) for r in body):
+            raise ValueError(f"expected a header starting with {index_name!r} and full rows")
+        columns = {name: [_float(r[i]) for r in body] for i, name in enumerate(header[1:], 1)}
+    except (OSError, UnicodeDecodeError, ValueError, IndexError) as error:
+        raise NumbersSnapshotError(f"{path} is damaged ({error})") from None
+    return [r[0] for r in body], header[1:], columns
+
+
+class NumberSnapshots:
+    """The numbers snapshots one claim reads and writes."""
+
+    def __init__(
+        self, request: pytest.FixtureRequest, settings: Settings, fragility: Fragility
+    ) -> None:
+        self._request = request
+        self._item = request.node
+        self._settings = settings
+        self._fragility = fragility
+
+    @property
+    def readings_name(self) -> str:
+        """ "claims/<module>/<claim>": where this claim's readings are stored."""
+        return f"claims/{Path(self._item.path).stem}/{slug(self._item.name)}"
+
+    def path(self, name: str) -> Path:
+        return self._settings.places.numbers_file(name)
+
+    def shown(self, name: str) -> str:
+        return relative(self.path(name), self._settings.places.root)
+
+    # -- readings ---------------------------------------------------------------------------
+    def stored_readings(self) -> dict[str, float]:
+        """This claim's stored readings by name (raises NumbersSnapshotError)."""
+        index, _, columns = read_csv(self.path(self.readings_name), "reading")
+        if "value" not in columns:
+            raise NumbersSnapshotError(f"{self.shown(self.readings_name)} has no 'value' column")
+        return dict(zip(index, columns["value"], strict=True))
+
+    @property
+    def standing(self) -> Standing:
+        return standing(self._request.config)
+
+    def _checked_by_regressions(self) -> bool:
+        """Whether pytest-regressions compares this run's numbers with its files: under
+        --snapshot-update (it writes them), and where its files are this platform's own."""
+        s = self._settings
+        return s.update or s.strict or self.standing.kind == REFERENCE
+
+    def store_readings(self, readings: Sequence[Reading]) -> None:
+        """Hand the readings computed here to pytest-regressions: written under
+        --snapshot-update, compared exactly on the reference platform."""
+        self._regression(
+            self.readings_name,
+            "reading",
+            [r.name for r in readings],
+            {"value": [r.as_float() for r in readings]},
+        )
+
+    # -- tables -----------------------------------------------------------------------------
+    def check_table(self, table: Table) -> None:
+        """Compare a table with what it is compared with on this platform, point by point
+        (or record it when updating)."""
+        __tracebackhide__ = True
+        self._item.user_properties.append((TABLE, table.to_json()))
+        if not self._settings.update:
+            try:
+                index, names, columns = read_csv(self.path(table.name), table.index_name)
+            except NumbersSnapshotError as error:
+                pytest.fail(self._missing(table.title, str(error)), pytrace=False)
+            stored = Table(
+                table.name,
+                table.title,
+                table.index_name,
+                tuple(index),
+                {n: np.asarray(columns[n]) for n in names},
+            )
+            here = Table(
+                table.name,
+                table.title,
+                table.index_name,
+                tuple(str(i) for i in table.index),
+                table.columns,
+            )
+            verdict = compare_table(here, stored, self.standing)
+            if verdict.shape:
+                pytest.fail(self._differs(table, [verdict.shape]), pytrace=False)
+            if verdict.failed:
+                found = verdict.points
+                shown = [d.describe() for d in found[:SHOWN_POINTS]]
+                if len(found) > SHOWN_POINTS:
+                    shown.append(f"... and {len(found) - SHOWN_POINTS} more points")
+                pytest.fail(self._differs(table, shown), pytrace=False)
+            if verdict.points:
+                self._item.user_properties.append((DRIFT, verdict.summary()))
+        self._regression(table.name, table.index_name, table.index, table.columns)
+
+    # -- messages ---------------------------------------------------------------------------
+    def update_hint(self) -> str:
+        return (
+            f"If the new values are right, accept them: {UPDATE_COMMAND} -k "
+            f"'{self._item.name}' (then update the text that quotes them)"
+        )
+
+    def _missing(self, what: str, problem: str) -> str:
+        return (
+            f"{self._item.nodeid}: no stored numbers for {what}: {problem}. Restore it from git, "
+            f"or record the numbers computed here: {UPDATE_COMMAND} -k '{self._item.name}'"
+        )
+
+    def _differs(self, table: Table, lines: Sequence[str]) -> str:
+        body = "\n".join(f"  {line}" for line in lines)
+        return (
+            f"{self._item.nodeid}: {table.title} differs from its snapshot "
+            f"({self.shown(table.name)})\n{body}\n{self.update_hint()}"
+        )
+
+    # -- pytest-regressions -----------------------------------------------------------------
+    def _regression(
+        self,
+        name: str,
+        index_name: str,
+        index: Sequence[Any],
+        columns: Mapping[str, Any],
+    ) -> None:
+        """pytest-regressions' own check of what this run computed, exact; off the reference
+        the file is only noted as read (its numbers were compared above, by name)."""
+        __tracebackhide__ = True
+        self._item.user_properties.append((NUMBERS_FILE, self.shown(name)))
+        if not self._checked_by_regressions():
+            return
+        import pandas as pd
+
+        request = self._request
+        fixture = _AtomicNumericRegression(
+            request.getfixturevalue("lazy_datadir"),
+            request.getfixturevalue("original_datadir"),
+            request,
+        )
+        fixture.check(
+            dict(columns),
+            fullpath=self.path(name),
+            data_index=pd.Index(list(index), name=index_name),
+            default_tolerance={"atol": 0.0, "rtol": 0.0},
+        )
+
+
+# -- `quoted` -------------------------------------------------------------------------------
 class Quoted:
     """Checks a claim's readings and lines against the snapshots, then writes them."""
 

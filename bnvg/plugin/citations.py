@@ -1,4 +1,4 @@
-"""The --workshop check: one pytest item per citation of the log in the workshop's Markdown.
+"""--workshop DIR: one pytest item per citation of the log in the workshop's Markdown.
 
 Each item checks its citation against the log this session verified (`bnvg.evidence.citations`),
 so citations run after every claim, in the same process.
@@ -15,8 +15,7 @@ import pytest
 from bnvg.evidence.citations import Citation, check, find_citations
 from bnvg.files import relative
 from bnvg.log.layout import context_of
-from bnvg.plugin.options import fragility, settings
-from bnvg.plugin.outcomes import CITATION, DRIFT, NOTE
+from bnvg.plugin.options import CITATION, DRIFT, NOTE, fragility, settings
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -52,7 +51,7 @@ class CitationItem(pytest.Item):
         self.user_properties.append((CITATION, True))
 
     def runtest(self) -> None:
-        from bnvg.plugin.controller import CONTROLLER
+        from bnvg.plugin.session import CONTROLLER
 
         controller = self.config.stash.get(CONTROLLER, None)
         if controller is None:

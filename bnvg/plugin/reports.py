@@ -1,19 +1,28 @@
-"""The claims report (`--claims-report PATH`): what an author reads instead of the terminal.
+"""Reports an author reads instead of the terminal.
 
-Section by section, in the log's order: each claim's sentence, its verdict, and every reading
-it quotes by name, with the value computed here, the snapshot's and the published log's,
-whether it travels (robust, fragile, unstable) and how often its claim's bound holds over the
-seeds the sweep ran. The figure a claim draws is shown under it. It reads as plain text too.
+- **The claims report** (`--claims-report PATH`): section by section in the log's order, each
+  claim's sentence, its verdict, and every reading it quotes by name, with the value computed
+  here, the snapshot's and the published log's, whether it travels (robust, fragile,
+  unstable) and how often its claim's bound holds over the seeds the sweep ran; the figure a
+  claim draws under it. It reads as plain text too.
+- **pytest-html**, when installed (`--html=report.html --self-contained-html`): a "claim"
+  column with each claim's sentence, and in each claim's row (pytest-html's own extras) its
+  readings table and its figure, embedded. Without pytest-html nothing is registered.
 """
 
 from __future__ import annotations
 
+import base64
+import html
 import os
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import pytest
 
 from bnvg.evidence.fragility import Fragility
 from bnvg.experiment.platform import Platform
@@ -21,10 +30,21 @@ from bnvg.files import relative
 from bnvg.log.layout import line_number, section_headings
 from bnvg.log.published import PublishedLogError, read_published
 from bnvg.log.readings import Reading
-from bnvg.plugin.options import Settings
-from bnvg.plugin.outcomes import ClaimOutcome
-from bnvg.plugin.results_log import LogAssembly
+from bnvg.plugin.options import (
+    DRIFT,
+    READINGS,
+    SENTENCE,
+    STORED,
+    Settings,
+    fragility,
+    owned_keys,
+    settings,
+)
 
+if TYPE_CHECKING:
+    from bnvg.plugin.session import ClaimOutcome, LogAssembly
+
+# -- the claims report ----------------------------------------------------------------------
 STATUSES = ("verified", "drifted", "failed", "skipped", "not run")
 _SECTION = re.compile(r"test_(s\d+)_")
 
@@ -76,7 +96,7 @@ def _travels(name: str, fragility: Fragility) -> tuple[str, str]:
     return evidence.status, over
 
 
-def render(
+def render_claims_report(
     claims: Mapping[str, ClaimOutcome],
     log: LogAssembly | None,
     settings: Settings,
@@ -174,3 +194,86 @@ def _claim(
             link = os.path.relpath(png, report.parent)
             out += ["", f"![{png.name}]({link})"]
     return out
+
+
+# -- pytest-html ----------------------------------------------------------------------------
+def _property(report: pytest.TestReport, name: str) -> Any:
+    return next((value for key, value in report.user_properties if key == name), None)
+
+
+class HtmlExtras:
+    """The hooks that feed pytest-html (registered only when pytest-html is active)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, Any, None]:
+        outcome = yield
+        report: pytest.TestReport = outcome.get_result()
+        if report.when != "call":
+            return
+        from pytest_html import extras
+
+        added = []
+        readings = _property(report, READINGS)
+        if readings:
+            added.append(extras.html(self._readings_table(report, readings)))
+        for key in owned_keys(item):
+            if key.startswith("plot "):
+                png = settings(self.config).diagrams / key.removeprefix("plot ")
+                if png.exists():
+                    content = base64.b64encode(png.read_bytes()).decode("ascii")
+                    added.append(extras.png(content, name=png.name))
+        report.extras = [*getattr(report, "extras", []), *added]  # type: ignore[attr-defined]
+
+    def _readings_table(self, report: pytest.TestReport, readings: list[Any]) -> str:
+        stored = cast("Mapping[str, float]", _property(report, STORED) or {})
+        table = fragility(self.config)
+        rows = []
+        for data in readings:
+            r = Reading.from_json(data)
+            if r.kind.name == "setting":
+                continue
+            evidence = table.reading(r.name)
+            snapshot = (
+                r.with_value(r.value_from_float(stored[r.name])).printed if r.name in stored else ""
+            )
+            rows.append(
+                "<tr>"
+                + "".join(
+                    f"<td>{html.escape(cell)}</td>"
+                    for cell in (
+                        r.name,
+                        r.printed,
+                        snapshot,
+                        evidence.status if evidence else "not in the sweep",
+                        str(r.bound) if r.bound else "",
+                    )
+                )
+                + "</tr>"
+            )
+        drift = [str(v) for k, v in report.user_properties if k == DRIFT]
+        return (
+            '<table class="bnvg-readings"><tr><th>reading</th><th>here</th><th>snapshot</th>'
+            "<th>travels</th><th>the claim says</th></tr>"
+            + "".join(rows)
+            + "</table>"
+            + "".join(f"<p>drift: {html.escape(d)}</p>" for d in drift)
+        )
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_header(self, cells: list[str]) -> None:
+        cells.insert(2, '<th class="bnvg-claim">claim</th>')
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
+        sentence = _property(report, SENTENCE) or ""
+        cells.insert(2, f'<td class="bnvg-claim">{html.escape(str(sentence))}</td>')
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("html") and config.getoption("htmlpath", None):
+        config.pluginmanager.register(HtmlExtras(config), "bnvg-html")

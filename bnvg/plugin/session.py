@@ -1,24 +1,34 @@
-"""The session's controller: it gathers every claim's evidence and writes the session's files.
+"""The session's controller: what every claim did, the session's outputs, and its summary.
 
 It runs in one process only (the only process, or xdist's controller) and learns everything
-from the test reports. At the end of the session it writes results.log, the claims report
-(--claims-report) and the session record (--record), keeps the numbers snapshots tidy, and
-says in the terminal summary what it wrote, what it trained and which numbers drifted.
+from the test reports (`ClaimOutcome`). At the end of the session it writes
 
-Numbers snapshots are tidied only by a full run (nothing narrowed by -k, -m or a node id, and
-every claim passed): a full `--snapshot-update` deletes the files no claim reads any more,
-and a full normal run fails naming them. An update in which a claim failed deletes nothing at
-all, syrupy's files included: a failing claim did not use its snapshot, and must not lose it.
+- **results.log**, laid out as the workshop script writes it (`bnvg.log.layout`), so every
+  line keeps the number the text cites: a line whose claim passed holds the verified text; a
+  line whose claim failed, or that no claim filled, a `[not verified: ...]` marker; a run that
+  left lines unfilled (-k, -m, -x, an interrupt) never replaces a complete log; the file is
+  replaced atomically;
+- the claims report (--claims-report) and the session record (--record);
+- on a full `--snapshot-update`, the reference identity (`snapshots/environment.json`), and
+  the numbers snapshots no claim reads any more are deleted (a full normal run fails naming
+  them; an update in which a claim failed deletes nothing);
+
+and says in the terminal summary what it wrote, what it trained or reused, where this run
+computed and what drifted, and whether the sweep's evidence is stale.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
+from bnvg.evidence.citations import CitedLine
 from bnvg.evidence.fingerprint import short
 from bnvg.evidence.fragments import FragmentStore, seed_variant_name
 from bnvg.evidence.record import ClaimResult, Record
@@ -26,24 +36,227 @@ from bnvg.evidence.tables import Table
 from bnvg.evidence.verdicts import HELD, NEW, REFERENCE
 from bnvg.experiment.platform import Platform
 from bnvg.files import atomic_write, relative
+from bnvg.log.layout import LogLine, fixed_lines, layout
 from bnvg.log.readings import Reading
-from bnvg.plugin import claims_report, results_log
-from bnvg.plugin.collection import is_citation, narrowed
 from bnvg.plugin.options import (
+    CITATION,
+    DRIFT,
+    LINE,
+    NOTE,
+    NUMBERS_FILE,
+    OWNS,
+    READINGS,
+    RUN_EVENTS,
+    SENTENCE,
     SETTINGS,
+    STORED,
+    TABLE,
     UPDATE_COMMAND,
     Settings,
     committed_fragility,
     evidence_is_stale,
     fragility,
+    is_citation,
     is_controller,
+    narrowed,
+    owned_keys,
+    process_platform,
+    reference_identity,
+    sentence_of,
     settings,
+    standing,
 )
-from bnvg.plugin.outcomes import ClaimOutcome, owned_keys, sentence_of
-from bnvg.plugin.runs import RUN_EVENTS, RUN_EVENTS_OUTPUT
-from bnvg.plugin.standing import process_platform, reference_identity
+from bnvg.plugin.reports import render_claims_report
 
+
+# -- what the controller learns of each claim -----------------------------------------------
+@dataclass
+class ClaimOutcome:
+    """Everything the controller knows about one claim (or citation)."""
+
+    owns: tuple[str, ...] = ()
+    lines: dict[str, LogLine] = field(default_factory=dict)
+    readings: dict[str, Reading] = field(default_factory=dict)
+    stored: dict[str, float] = field(default_factory=dict)
+    tables: dict[str, Table] = field(default_factory=dict)
+    numbers_files: set[str] = field(default_factory=set)
+    drift: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    sentence: str = ""
+    failed: bool = False
+    passed: bool = False
+    skipped: bool = False
+    ran: bool = False  # False for a claim only known as deselected
+    citation: bool = False
+
+    @property
+    def status(self) -> str:
+        if self.failed:
+            return "failed"
+        if self.passed:
+            return "drifted" if self.drift else "verified"
+        return "skipped" if self.skipped else "not run"
+
+    @property
+    def outcome(self) -> str:
+        """The outcome as the session record states it."""
+        return {"verified": "passed", "drifted": "passed"}.get(self.status, self.status)
+
+    def add(self, report: pytest.TestReport) -> None:
+        self.ran = True
+        for name, value in report.user_properties:
+            _ADD.get(name, _ignore)(self, value)
+        if report.failed:
+            self.failed = True
+        elif report.skipped:
+            self.skipped = True
+        elif report.when == "call" and report.passed:
+            self.passed = True
+
+
+def _ignore(claim: ClaimOutcome, value: object) -> None:
+    pass
+
+
+def _owns(claim: ClaimOutcome, value: object) -> None:
+    claim.owns = tuple(cast("Iterable[str]", value))
+
+
+def _sentence(claim: ClaimOutcome, value: object) -> None:
+    claim.sentence = str(value)
+
+
+def _line(claim: ClaimOutcome, value: object) -> None:
+    line = LogLine.from_json(cast("Mapping[str, Any]", value))
+    claim.lines[line.key] = line
+
+
+def _readings(claim: ClaimOutcome, value: object) -> None:
+    for data in cast("Iterable[Mapping[str, Any]]", value):
+        reading = Reading.from_json(data)
+        claim.readings[reading.name] = reading
+
+
+def _stored(claim: ClaimOutcome, value: object) -> None:
+    claim.stored.update(cast("Mapping[str, float]", value))
+
+
+def _table(claim: ClaimOutcome, value: object) -> None:
+    table = Table.from_json(cast("Mapping[str, Any]", value))
+    claim.tables[table.name] = table
+
+
+def _numbers_file(claim: ClaimOutcome, value: object) -> None:
+    claim.numbers_files.add(str(value))
+
+
+def _citation(claim: ClaimOutcome, value: object) -> None:
+    claim.citation = True
+
+
+def _drift(claim: ClaimOutcome, value: object) -> None:
+    if str(value) not in claim.drift:
+        claim.drift.append(str(value))
+
+
+def _note(claim: ClaimOutcome, value: object) -> None:
+    if str(value) not in claim.notes:
+        claim.notes.append(str(value))
+
+
+_ADD = {
+    NOTE: _note,
+    OWNS: _owns,
+    SENTENCE: _sentence,
+    LINE: _line,
+    READINGS: _readings,
+    STORED: _stored,
+    TABLE: _table,
+    NUMBERS_FILE: _numbers_file,
+    DRIFT: _drift,
+    CITATION: _citation,
+}
+
+
+# -- results.log ----------------------------------------------------------------------------
+NOT_VERIFIED = "[not verified"
+
+
+@dataclass(frozen=True)
+class LogAssembly:
+    """The lines of one session's log, what each says, and how complete they are."""
+
+    text: str
+    lines: Mapping[int, CitedLine]
+    verified: int
+    failed: int
+    missing: int
+
+    @property
+    def complete(self) -> bool:
+        return self.failed == 0 and self.missing == 0
+
+    @property
+    def n_lines(self) -> int:
+        return len(self.lines)
+
+
+def assemble_log(claims: Mapping[str, ClaimOutcome]) -> LogAssembly:
+    verified = {key: line for c in claims.values() if c.passed for key, line in c.lines.items()}
+    failed_by = {key: nodeid for nodeid, c in claims.items() if c.failed for key in c.owns}
+    fixed = fixed_lines()
+    out: dict[int, CitedLine] = {}
+    counts = {"verified": 0, "failed": 0, "missing": 0}
+    for n, line in enumerate(layout(), start=1):
+        if n in fixed:
+            f = fixed[n]
+            out[n] = CitedLine(n, f.text, f.readings, f.names)
+            continue
+        key = str(line.key)
+        if key in verified:
+            v = verified[key]
+            out[n] = CitedLine(n, v.text, v.readings, v.names)
+            counts["verified"] += 1
+        elif key in failed_by:
+            text = f"  {NOT_VERIFIED}: {key} -- {failed_by[key]} failed]"
+            out[n] = CitedLine(n, text, verified=False)
+            counts["failed"] += 1
+        else:
+            out[n] = CitedLine(n, f"  {NOT_VERIFIED}: {key} -- no claim ran]", verified=False)
+            counts["missing"] += 1
+    text = "".join(f"{line.text}\n" for line in out.values())
+    return LogAssembly(text=text, lines=out, **counts)
+
+
+def is_complete_log(path: Path) -> bool:
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return NOT_VERIFIED not in text and len(text.splitlines()) == len(layout())
+
+
+def write_log(path: Path, log: LogAssembly, n_claims: int, rootdir: Path) -> str:
+    """Write the log unless a partial run would replace a complete one; say what happened."""
+    shown = relative(path, rootdir)
+    if log.missing and is_complete_log(path):
+        return (
+            f"kept {shown}: this run filled {log.verified} of "
+            f"{log.verified + log.failed + log.missing} claim lines, and a partial log "
+            "never replaces a complete one (run `pytest claims/` to rewrite it)"
+        )
+    atomic_write(path, log.text)
+    state = (
+        "complete"
+        if log.complete
+        else f"incomplete: {log.failed} lines failed, {log.missing} not run"
+    )
+    return f"wrote {shown}: {log.verified} verified lines from {n_claims} passing claims ({state})"
+
+
+# -- the controller -------------------------------------------------------------------------
 PLATFORM_OUTPUT = "bnvg_platform"  # the platform an xdist worker computed on
+EVENTS_OUTPUT = "bnvg_run_events"  # what it trained, reused or found damaged (RUN_EVENTS)
 STANDING_OUTPUT = "bnvg_standing"  # where that platform stands with the evidence
 
 
@@ -57,7 +270,7 @@ class Controller:
         self.platform: Platform | None = None
         self.standing: dict[str, str] = {}
         self.summary: list[str] = []
-        self.log: results_log.LogAssembly | None = None
+        self.log: LogAssembly | None = None
         self.unused_numbers: list[str] = []
 
     # -- collecting --------------------------------------------------------------------------
@@ -80,7 +293,7 @@ class Controller:
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         """An xdist worker finished: add the runs it trained and the platform it used."""
         output = getattr(node, "workeroutput", {})
-        self.config.stash[RUN_EVENTS].extend(tuple(e) for e in output.get(RUN_EVENTS_OUTPUT, []))
+        self.config.stash[RUN_EVENTS].extend(tuple(e) for e in output.get(EVENTS_OUTPUT, []))
         if self.platform is None and output.get(PLATFORM_OUTPUT):
             self.platform = Platform.from_json(output[PLATFORM_OUTPUT])
         self.standing = self.standing or dict(output.get(STANDING_OUTPUT, {}))
@@ -99,9 +312,9 @@ class Controller:
     def claim_outcomes(self) -> dict[str, ClaimOutcome]:
         return {k: v for k, v in self.claims.items() if not v.citation}
 
-    def assemble(self) -> results_log.LogAssembly:
+    def assemble(self) -> LogAssembly:
         """The log as this session has verified it so far."""
-        return results_log.assemble(self.claim_outcomes)
+        return assemble_log(self.claim_outcomes)
 
     # -- writing -----------------------------------------------------------------------------
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -114,7 +327,7 @@ class Controller:
         if any(c.owns and c.ran for c in claims.values()):
             self.log = self.assemble()
             n_claims = sum(1 for c in claims.values() if c.passed and c.lines)
-            self.summary.append(results_log.write(s.results_log, self.log, n_claims, root))
+            self.summary.append(write_log(s.results_log, self.log, n_claims, root))
             seeds = seed_variant_name(s.sampler_seed, s.init_seed)
             if seeds is not None:
                 self.summary.append(
@@ -135,7 +348,7 @@ class Controller:
         if s.claims_report:
             invocation = self.config.invocation_params.args
             stale = evidence_is_stale(self.config)
-            text = claims_report.render(
+            text = render_claims_report(
                 claims, self.log, s, root, self.platform, invocation, fragility(self.config), stale
             )
             atomic_write(s.claims_report, text)
@@ -355,7 +568,6 @@ def _result(claim: ClaimOutcome) -> ClaimResult:
 
 
 def _standing_of(config: pytest.Config) -> dict[str, str]:
-    from bnvg.plugin.standing import standing
 
     found = standing(config)
     return {"kind": found.kind, "platform": found.platform, "reference": found.reference}
@@ -378,6 +590,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         s = settings(config)
         output = config.workeroutput  # type: ignore[attr-defined]
         output[PLATFORM_OUTPUT] = process_platform(config).to_json()
+        output[EVENTS_OUTPUT] = config.stash[RUN_EVENTS]
         if not s.update:
             output[STANDING_OUTPUT] = _standing_of(config)
 
