@@ -3,7 +3,7 @@ same seed and trained with the same recipe as the S6 nets."""
 
 import pytest
 
-from bnvg.evidence.robustness import Rate
+from bnvg.evidence.fragility import Rate
 from bnvg.experiment.config import NetSpec
 from bnvg.figures import series
 from bnvg.log import fill

@@ -141,8 +141,8 @@ class CommittedLog:
 
     def check(self, produced):
         __tracebackhide__ = True
-        from bnvg.evidence.outputs import differing_lines
         from bnvg.log.layout import line_number
+        from bnvg.runner import differing_lines
 
         if produced == self.bytes:
             return
@@ -168,7 +168,7 @@ def own_evidence():
     """Writes a sweep table into a test project as evidence of *its* experiment: stamped with
     the project's fingerprint, as the sweep stamps the tables it merges (a table of another
     experiment is not read)."""
-    from bnvg.evidence.fingerprint import experiment_fingerprint
+    from bnvg.evidence.fragments import experiment_fingerprint
     from bnvg.places import Places
 
     def write(project, table):

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from bnvg.evidence.fragility import EMPTY, band_of, build_document, from_document, load
+from bnvg.evidence.fragility import EMPTY, from_document, load
 from bnvg.log.readings import (
     PERCENT,
     STEP,
@@ -15,6 +15,7 @@ from bnvg.log.readings import (
     at_least,
     at_most,
 )
+from bnvg.sweep.merge import band_of, build_document
 
 ACC = Quantity("final test accuracy", PERCENT, ".1f")
 FIRST = Quantity("first step at the target", STEP, STEP_SPEC)

@@ -1,9 +1,9 @@
-"""How a run's outputs compare with the committed ones (`bnvg.evidence.outputs`)."""
+"""How a run's outputs compare with the committed ones (`bnvg.runner`)."""
 
 from __future__ import annotations
 
-from bnvg.evidence.outputs import compare, differing_figures, differing_lines
 from bnvg.places import Places
+from bnvg.runner import compare, differing_figures, differing_lines
 
 
 def test_differing_lines_names_each_changed_line_and_each_line_only_one_log_has():

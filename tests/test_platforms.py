@@ -124,7 +124,7 @@ def standing_settings(**changes):
     """The settings of a plain `pytest claims/` in this checkout."""
     import dataclasses
 
-    from bnvg.evidence.fingerprint import experiment_fingerprint
+    from bnvg.evidence.fragments import experiment_fingerprint
     from bnvg.places import Places
     from bnvg.plugin.options import Settings
 

@@ -6,12 +6,12 @@ the project has a requirements file for is in it, and in the README's generated 
 
 from pathlib import Path
 
-from bnvg.evidence import upgrades
-from bnvg.evidence.fragility import build_document, from_document
+from bnvg.evidence.fragility import from_document
 from bnvg.evidence.fragility import load as load_fragility
-from bnvg.evidence.robustness import build
 from bnvg.log.readings import PERCENT, STEP, STEP_SPEC, Quantity, Reading, at_least, at_most
 from bnvg.places import Places
+from bnvg.sweep import report
+from bnvg.sweep.merge import build_document, build_robustness
 
 ROOT = Path(__file__).resolve().parent.parent
 ACC = Quantity("final test accuracy", PERCENT, ".1f")
@@ -72,11 +72,11 @@ def test_an_upgrade_lists_the_lines_that_move_and_the_statements_that_break():
         "2.14.1": {claim: "passed"},
         "2.15.0": {claim: "failed"},
     }
-    robustness = build("ref", {}, {}, {claim: "..."}, outcomes)
-    assert upgrades.failing_claims(robustness, "2.15.0", reference="2.13.0") == [claim]
-    assert upgrades.failing_claims(robustness, "2.14.1", reference="2.13.0") == []
-    text = upgrades.render(t, robustness, reference_lines=107)
-    v = upgrades.VERSIONS_LINE
+    robustness = build_robustness("ref", {}, {}, {claim: "..."}, outcomes)
+    assert report.failing_claims(robustness, "2.15.0", reference="2.13.0") == [claim]
+    assert report.failing_claims(robustness, "2.14.1", reference="2.13.0") == []
+    text = report.render_upgrades(t, robustness, reference_lines=107)
+    v = report.VERSIONS_LINE
     assert f"**torch 2.14.1**: 1 line moves ({v})." in text
     assert f"**torch 2.15.0**: 2 lines move ({v}, 66)." in text
     assert (
@@ -95,20 +95,22 @@ def test_the_published_log_is_placed_per_release():
     published = {ACC_NAME: Reading("S8 layer norm", ACC, 100.0)}
     t = table({"2.12.1": readings(acc=100.0), "2.15.0": readings()}, published=published)
     # Line 66 has no published reading here: only lines with published numbers are placed.
-    assert upgrades.published_lines(t, "2.12.1") == ([96], [])
-    assert upgrades.published_lines(t, "2.13.0") == ([], [96])
-    text = upgrades.render(t, build("ref", {}, {}, {}), reference_lines=107)
+    assert report.published_lines(t, "2.12.1") == ([96], [])
+    assert report.published_lines(t, "2.13.0") == ([], [96])
+    text = report.render_upgrades(t, build_robustness("ref", {}, {}, {}), reference_lines=107)
     assert "- torch 2.12.1: 1 of 1 lines with numbers; not none" in text
     assert "no torch release here reproduces published lines none." in text
     alone = table({"2.15.0": readings()}, published=published)
-    assert "no torch release here reproduces published lines 96." in upgrades.render(
-        alone, build("ref", {}, {}, {}), reference_lines=107
+    assert "no torch release here reproduces published lines 96." in report.render_upgrades(
+        alone, build_robustness("ref", {}, {}, {}), reference_lines=107
     )
 
 
 def test_without_releases_the_section_says_how_to_add_one():
     t = table({})
-    assert "nox -s torch-<release>" in upgrades.render(t, build("ref", {}, {}, {}), 107)
+    assert "nox -s torch-<release>" in report.render_upgrades(
+        t, build_robustness("ref", {}, {}, {}), 107
+    )
 
 
 def released():

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bnvg.evidence.outputs import differing_figures
 from bnvg.places import Places
-from bnvg.runner import run_claims, scratch_copy
+from bnvg.runner import differing_figures, run_claims, scratch_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = {"PYTHONPATH": str(Path(__file__).parent / "probes")}

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from bnvg.evidence import robustness
-from bnvg.evidence.robustness import Rate, wilson
+from bnvg.evidence.fragility import Rate, wilson
 from bnvg.places import Places
-from bnvg.sweep.merge import README_BEGIN, README_END, with_findings
+from bnvg.sweep import report
+from bnvg.sweep.merge import README_BEGIN, README_END, build_robustness, with_findings
 
 PLACES = Places(Path(__file__).resolve().parent.parent)
 
@@ -36,21 +36,21 @@ OUTCOMES = {
 
 
 def test_each_claim_holds_in_k_of_the_runs_that_judged_it():
-    doc = robustness.build(
+    doc = build_robustness(
         "here", OUTCOMES, {"sampler": {"seed-0": {"r": 1.0}, "sampler-seed-1": {"r": 3.0}}}, {}
     )
-    assert robustness.rates(doc, "c::a")["sampler"] == Rate(3, 3)
-    assert robustness.rates(doc, "c::b")["sampler"] == Rate(1, 2)  # a skipped run is no verdict
+    assert report.rates(doc, "c::a")["sampler"] == Rate(3, 3)
+    assert report.rates(doc, "c::b")["sampler"] == Rate(1, 2)  # a skipped run is no verdict
     assert doc["readings"]["r"]["sampler"] == {"min": 1.0, "median": 2.0, "max": 3.0, "of": 2}
 
 
 def test_the_changes_of_verdict_since_the_last_table_are_said():
-    before = robustness.build("here", OUTCOMES, {}, {})
+    before = build_robustness("here", OUTCOMES, {}, {})
     after_outcomes = {
         "sampler": {**OUTCOMES["sampler"], "sampler-seed-3": {"c::a": "failed", "c::b": "passed"}}
     }
-    after = robustness.build("here", after_outcomes, {}, {})
-    assert robustness.changed(before, after) == [
+    after = build_robustness("here", after_outcomes, {}, {})
+    assert report.changed(before, after) == [
         "c::a: minibatch orders: 3 of 3 -> 3 of 4",
         "c::b: minibatch orders: 1 of 2 -> 2 of 3",
     ]
@@ -66,7 +66,7 @@ def test_the_readme_findings_are_replaced_between_their_markers_only():
 def test_the_committed_readme_says_what_the_committed_table_says():
     document = json.loads(PLACES.robustness_json.read_text())
     readme = (PLACES.root / "README.md").read_text()
-    assert with_findings(readme, robustness.findings(document)) == readme, (
+    assert with_findings(readme, report.findings(document)) == readme, (
         "the README's findings are not the table's: run `python -m bnvg.sweep --merge-only`"
     )
 

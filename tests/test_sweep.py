@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bnvg.evidence.fingerprint import experiment_fingerprint
-from bnvg.evidence.fragments import Fragment, FragmentStore
+from bnvg.evidence.fragments import Fragment, FragmentStore, experiment_fingerprint
 from bnvg.places import Places
 from bnvg.runner import environment, scratch_copy
 

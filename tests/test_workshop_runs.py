@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bnvg.evidence.outputs import differing_figures
 from bnvg.places import Places
-from bnvg.runner import run_claims, scratch_copy
+from bnvg.runner import differing_figures, run_claims, scratch_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_LOG = ROOT.parent / "shared" / "tools" / "reference-log"

@@ -37,8 +37,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bnvg.evidence.fragility import Fragility, ReadingEvidence, Seen
-from bnvg.evidence.upgrades import version_key
+from bnvg.evidence.fragility import Fragility, ReadingEvidence, Seen, version_key
 from bnvg.evidence.verdicts import status_of
 from bnvg.log.readings import Reading
 

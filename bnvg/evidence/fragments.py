@@ -2,11 +2,21 @@
 
 A fragment is everything the evidence needs from one claims session: the variant (what the
 session varied: a platform's kernels, or the seeds), the platform that computed it, the
-experiment it measured (`bnvg.evidence.fingerprint`), every reading by name, every claim's
+experiment it measured (`bnvg.evidence.fragments`), every reading by name, every claim's
 outcome, and for the platform variants the stored tables (training histories, figure data).
 Fragments are committed under snapshots/evidence/fragments/, one folder per platform. The
 sweep (`bnvg.sweep`) builds them; the plugin reads them to find whether the evidence holds a
 platform, and only those of this experiment count: the others are stale.
+
+**Which experiment.** Evidence of another experiment is not evidence for this one: after the
+recipe's `steps` go from 4000 to 3000, the old fragments' 0.0079 is no value any platform
+prints for this workshop. The fingerprint (`experiment_fingerprint`) digests the recipe
+(`bnvg.experiment.config.recipe`: every constant of it) and the committed reference numbers
+(every file under `snapshots/numbers/`: readings, histories, figure data, byte for byte). A
+change of code that moves no number keeps it (a refactor throws away no sweep); a change of
+the recipe, or one that moves a reference number (recorded by `--snapshot-update`), makes it
+another. A fragment records the fingerprint of the project it ran in, before anything ran
+there; the merged tables record the one they merged.
 
 A fragment's bytes depend only on what was computed: the same variant on the same platform
 gives the same file (gzip without a timestamp, JSON with sorted keys), so the merged tables
@@ -23,9 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from bnvg.evidence.record import Record
+from bnvg.experiment.config import recipe
 from bnvg.experiment.platform import Platform
 from bnvg.files import replacing
 from bnvg.log.readings import Reading
+from bnvg.places import Places
+from bnvg.store import digest
 
 # 3: the fragment names the experiment it measured; 2: the platform names its kernels and
 # CPU, a variant its settings
@@ -244,3 +257,22 @@ class FragmentStore:
     def stale(self) -> list[Path]:
         """The fragments of other experiments (or of none recorded)."""
         return [p for p in self.paths() if self.read(p).experiment != self.experiment]
+
+
+# -- which experiment a fragment measured ---------------------------------------------------
+SHOWN = 12  # hex digits shown to people: enough to tell two experiments apart
+
+
+def experiment_fingerprint(places: Places) -> str:
+    """The fingerprint of the experiment of the project at `places` (see the module)."""
+    numbers = {
+        str(path.relative_to(places.numbers)): digest(path.read_bytes())
+        for path in sorted(places.numbers.rglob("*.csv"))
+    }
+    return digest(json.dumps({"recipe": recipe(), "numbers": numbers}, sort_keys=True))
+
+
+def short(fingerprint: str) -> str:
+    """How messages name a fingerprint: its first digits, or "unknown" for evidence recorded
+    before fragments knew their experiment."""
+    return fingerprint[:SHOWN] if fingerprint else "unknown"

@@ -36,10 +36,9 @@ from typing import Any
 
 import pytest
 
-from bnvg.evidence.fingerprint import experiment_fingerprint
 from bnvg.evidence.fragility import EMPTY, Fragility
 from bnvg.evidence.fragility import load as load_fragility
-from bnvg.evidence.fragments import FragmentStore, seed_variant_name
+from bnvg.evidence.fragments import FragmentStore, experiment_fingerprint, seed_variant_name
 from bnvg.evidence.verdicts import HELD, NEW, REFERENCE, Standing
 from bnvg.experiment import platform
 from bnvg.experiment.platform import Platform, torch_facts
@@ -64,7 +63,7 @@ class Settings:
     kernels: Mapping[str, str]  # who chose each kernel variable: "user", "reference", "machine"
     sampler_seed: int | None
     init_seed: int | None
-    experiment: str  # the fingerprint of this checkout's experiment (`bnvg.evidence.fingerprint`)
+    experiment: str  # the fingerprint of this checkout's experiment (`bnvg.evidence.fragments`)
     workshop_text: Path | None  # --workshop DIR: the Markdown whose citations are checked
     claims_report: Path | None
     record: Path | None

@@ -29,8 +29,7 @@ from typing import Any, cast
 import pytest
 
 from bnvg.evidence.citations import CitedLine
-from bnvg.evidence.fingerprint import short
-from bnvg.evidence.fragments import FragmentStore, seed_variant_name
+from bnvg.evidence.fragments import FragmentStore, seed_variant_name, short
 from bnvg.evidence.record import ClaimResult, Record
 from bnvg.evidence.tables import Table
 from bnvg.evidence.verdicts import HELD, NEW, REFERENCE

@@ -93,11 +93,9 @@ def main(argv: list[str] | None = None) -> int:
 def sweep(args: argparse.Namespace) -> int:
     from distributed import Client, LocalCluster
 
-    from bnvg.evidence import robustness
-    from bnvg.evidence.fingerprint import experiment_fingerprint, short
-    from bnvg.evidence.fragments import FragmentStore
+    from bnvg.evidence.fragments import FragmentStore, experiment_fingerprint, short
     from bnvg.places import Places
-    from bnvg.sweep import cluster, merge
+    from bnvg.sweep import cluster, merge, report
     from bnvg.sweep.job import pack
 
     places = Places(args.project.resolve())
@@ -155,7 +153,7 @@ def sweep(args: argparse.Namespace) -> int:
         + " and ".join(str(p.relative_to(places.root)) for p in wrote)
         + ", their .md, and the README's findings"
     )
-    changes = robustness.changed(before, merged.robustness) if before else []
+    changes = report.changed(before, merged.robustness) if before else []
     print(
         "claims whose verdict over seeds changed since the committed table:"
         + ("" if changes else " none")

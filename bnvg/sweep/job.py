@@ -2,7 +2,7 @@
 
 The job receives the project (its claims, snapshots and configuration, packed once by the
 client and shared with every worker), unpacks it in a scratch folder, notes which experiment
-it is (`bnvg.evidence.fingerprint`), runs `pytest claims/`
+it is (`bnvg.evidence.fragments`), runs `pytest claims/`
 there under the variant with `--snapshot-update` (so a number that moved is recorded, not a
 failure: only the claims' own assertions decide their outcome), and returns the fragment
 built from the session's record. It runs on whichever machine the worker is on, so a worker
@@ -20,8 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bnvg.evidence.fingerprint import experiment_fingerprint
-from bnvg.evidence.fragments import Variant, from_record
+from bnvg.evidence.fragments import Variant, experiment_fingerprint, from_record
 from bnvg.places import Places
 from bnvg.runner import PROJECT_FILES, run_claims
 

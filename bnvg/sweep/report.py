@@ -1,0 +1,421 @@
+"""The sweep's tables and the README's generated sections, rendered for people.
+
+- `snapshots/evidence/fragility.md` (`render_fragility`): section by section, one row per
+  reading: its value here and in the published log, whether it travels, the values seen on
+  the other platforms, its band, its spread over the seeds, and how often its claim's bound
+  holds, each run judged by its own numbers;
+- `snapshots/evidence/robustness.md` (`render_robustness`) and the README's findings
+  (`findings`): every claim, with how often it holds over minibatch orders and over starting
+  weights, as k of N with its 95% interval, and on each torch release;
+- the README's "What an upgrade costs" (`render_upgrades`): per torch release the evidence
+  holds, the log lines that move, the statements that no longer hold, and which lines of the
+  published log (torch 2.12.1) it reproduces.
+
+All are written from the merged documents (`bnvg.sweep.merge`), never read back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bnvg.evidence.fragility import Fragility, Rate, ReadingEvidence, Seen, version_key
+from bnvg.log.layout import line_number
+
+# -- fragility.md ----------------------------------------------------------------------------
+LEGEND = """\
+- **robust**: printed the same on every platform below. On a platform new to the evidence, a
+  robust reading printed differently fails.
+- **fragile**: printed differently on some platform. On a new platform its moving is drift,
+  reported, not failed. Its band (the range seen, widened by half its width on each side,
+  clipped to its kind's domain) is shown for people; no verdict reads it.
+- **unstable**: its claim's bound holds on some platforms or seeds and not on others, each
+  run judged by its own numbers. It is luck of the draw: quote how often it holds, not a value.
+
+A status says in brackets what moves the reading: "kernels" (another CPU, other kernels or
+threads, on the reference's torch) or "torch" (another torch release under the reference
+kernels). A torch column is blank where that release prints what the reference prints.
+
+A platform the evidence holds (the reference, or any platform below) is compared exactly
+with its own numbers (`bnvg/evidence/verdicts.py`).
+"""
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+MOVES_WITH = {"platform": "kernels", "release": "torch"}
+
+
+def _seen(e: ReadingEvidence) -> str:
+    """The values printed on the platforms of the reference's torch, if they differ."""
+    printed = {s.printed for s in e.platforms.values() if s.axis == "platform"}
+    if printed <= {e.reference.printed}:
+        return ""
+    # By value, then by text: -0.0000 and +0.0000 are equal numbers, and a set has no order.
+    return ", ".join(sorted(printed | {e.reference.printed}, key=lambda p: (_as_number(p), p)))
+
+
+def _status(e: ReadingEvidence) -> str:
+    moved = [MOVES_WITH[axis] for axis in e.moves_with]
+    return e.status + (f" ({', '.join(moved)})" if moved else "")
+
+
+def _on_release(fragility: Fragility, e: ReadingEvidence, release: str) -> str:
+    seen = fragility.on_release(e, release)
+    return "" if seen is None or seen.printed == e.reference.printed else seen.printed
+
+
+def _as_number(printed: str) -> float:
+    """A printed value's number, to order values seen ("never" last)."""
+    digits = printed.removeprefix("step ")
+    return float(digits) if digits not in ("never", "True", "False") else float("inf")
+
+
+def _band(e: ReadingEvidence) -> str:
+    return (
+        ""
+        if e.band is None or not e.moved_in_print
+        else (f"{e.printed(e.band[0])} to {e.printed(e.band[1])}")
+    )
+
+
+def _seeds(e: ReadingEvidence) -> str:
+    spread = e.over_seeds()
+    if spread is None or not e.seeds:
+        return ""
+    lo, mid, hi = (e.printed(v) for v in spread)
+    return lo if lo == hi else f"{lo} / {mid} / {hi}"
+
+
+def _holds(e: ReadingEvidence) -> str:
+    if e.bound is None:
+        return ""
+    parts = []
+    groups = (("sampler", "minibatch orders"), ("init", "starting weights"))
+    for group, what in (*groups, ("platforms", "platforms")):
+        counts = e.holds_in(group)
+        if counts and counts[1] > 1:
+            parts.append(f"{counts[0]} of {counts[1]} {what}")
+    return f"{e.bound}: " + ", ".join(parts)
+
+
+def render_fragility(fragility: Fragility, sections: Mapping[int, str]) -> str:
+    """`sections` maps the log line of each section heading to its text, to group the rows."""
+    variants = fragility.variants
+    platforms = fragility.on_axis("platform")
+    releases = list(fragility.releases)
+    orders, weights = fragility.on_axis("sampler"), fragility.on_axis("init")
+    counts = {
+        status: sum(1 for e in fragility.readings.values() if e.status == status)
+        for status in ("robust", "fragile", "unstable")
+    }
+    out = [
+        "# Which numbers of the log travel, and which are luck",
+        "",
+        "Written by the sweep (`python -m bnvg.sweep`, see the README) from the claims run under",
+        f"{len(platforms)} other platforms, {len(releases)} other torch releases and "
+        f"{len(orders) + len(weights)} other seeds "
+        f"(minibatch orders and starting weights). Reference: `{fragility.reference}`.",
+        "",
+        "Platforms: " + "; ".join(f"`{v}` = {variants[v]}" for v in platforms) + ".",
+        "",
+        *(
+            [
+                f"Torch releases, beside the reference's {fragility.reference_release}, under "
+                "the reference kernels (`nox -s torch-<release>`): "
+                + "; ".join(f"`{name}` = {variants[name]}" for name in fragility.releases.values())
+                + ".",
+                "",
+            ]
+            if releases
+            else []
+        ),
+        f"Seeds: {len(orders)} minibatch orders (`sampler-seed-k`) and {len(weights)} sets of "
+        "starting weights (`init-seed-k`), under the reference kernels; the reference is seed 0 "
+        "of both. The published log (torch 2.12.1) is shown beside each reading; it is an "
+        "observation, counted in no verdict and no band.",
+        "",
+        f"{len(fragility.readings)} readings: "
+        + ", ".join(f"{n} {status}" for status, n in counts.items())
+        + ".",
+        "",
+        LEGEND,
+    ]
+    by_line = sorted(fragility.readings.values(), key=lambda e: (e.line, e.position))
+    heading_lines = sorted(sections)
+    current = None
+    for e in by_line:
+        section = max((n for n in heading_lines if n <= e.line), default=None)
+        if section != current:
+            current = section
+            title = sections.get(section, "the header") if section else "the header"
+            out += [
+                "",
+                f"## {title}",
+                "",
+                "| line | reading | here | published | status | on other platforms "
+                + "".join(f"| torch {r} " for r in releases)
+                + "| band | over seeds (min / median / max) | claim's bound holds |",
+                "|---:|---|---:|---:|---|---|" + "---:|" * len(releases) + "---|---|---|",
+            ]
+        out.append(
+            f"| {e.line} | {_escape(e.name)} | {e.reference.printed} | "
+            f"{e.published.printed if e.published else ''} | {_status(e)} | {_escape(_seen(e))} | "
+            + "".join(f"{_on_release(fragility, e, r)} | " for r in releases)
+            + f"{_band(e)} | {_seeds(e)} | {_holds(e)} |"
+        )
+    published = [
+        (e, e.published.printed)
+        for e in by_line
+        if e.published is not None and e.published.printed != e.reference.printed
+    ]
+    if published:
+        out += ["", "## Where the published log differs from this machine", ""]
+        out += [
+            f"- line {e.line}, {e.name}: published {printed}, here {e.reference.printed} "
+            f"({e.status})"
+            for e, printed in published
+        ]
+    return "\n".join(out) + "\n"
+
+
+# -- robustness.md and the README's findings -------------------------------------------------
+AXIS_WORDS = {"sampler": "minibatch orders", "init": "starting weights"}
+
+
+def rates(document: Mapping[str, Any], claim: str) -> dict[str, Rate]:
+    row = document.get("claims", {}).get(claim, {})
+    return {
+        axis: Rate(int(v["holds"]), int(v["of"]))
+        for axis, v in row.items()
+        if isinstance(v, dict) and "holds" in v
+    }
+
+
+def changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """The claims whose verdict over seeds changed between two documents, said for people."""
+    out = []
+    for claim in sorted(set(before.get("claims", {})) | set(after.get("claims", {}))):
+        old, new = rates(before, claim), rates(after, claim)
+        for axis in sorted(set(old) | set(new)):
+            a, b = old.get(axis), new.get(axis)
+            if a is None or b is None or a.always != b.always or (a.k, a.n) != (b.k, b.n):
+                said_a = f"{a.k} of {a.n}" if a else "not measured"
+                said_b = f"{b.k} of {b.n}" if b else "not measured"
+                if said_a != said_b:
+                    out.append(f"{claim}: {AXIS_WORDS.get(axis, axis)}: {said_a} -> {said_b}")
+    return out
+
+
+RELEASE_CELL = {"passed": "holds", "failed": "**fails**", "skipped": "skipped"}
+
+
+def _short(claim: str) -> str:
+    return claim.split("::", 1)[-1]
+
+
+def render_robustness(document: Mapping[str, Any], sections: Sequence[tuple[str, str]]) -> str:
+    """robustness.md: every claim, by section, with how often it holds on each axis.
+
+    `sections` pairs each claims module's name ("test_s6_training") with its title."""
+    axes = [a for a in ("sampler", "init") if a in document.get("axes", {})]
+    releases = list(document.get("releases", []))
+    out = [
+        "# Truth over seeds: how often each claim holds",
+        "",
+        "Written by the sweep (`python -m bnvg.sweep`, see the README) from its fragments.",
+        "Each claim was run again under "
+        + " and under ".join(
+            f"{len(document['axes'][a])} {AXIS_WORDS[a]} ({a} seeds, seed 0 included)" for a in axes
+        )
+        + f", on the reference platform `{document.get('reference', '')}`. "
+        "A claim that holds in every run is a fact of the recipe; one that does not is luck of "
+        "the draw, and its honest statement is the rate. Intervals are 95% Wilson intervals.",
+    ]
+    if releases:
+        out += [
+            "",
+            "The torch columns say whether each claim holds at the workshop's own seeds on each "
+            "torch release, under the reference kernels (`nox -s torch-<release>`); the "
+            'README\'s "What an upgrade costs" lists what moves.',
+        ]
+    by_module: dict[str, list[str]] = {}
+    for claim in document.get("claims", {}):
+        by_module.setdefault(
+            claim.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py"), []
+        ).append(claim)
+    for module, title in sections:
+        claims = by_module.pop(module, [])
+        if not claims:
+            continue
+        out += [
+            "",
+            f"## {title}",
+            "",
+            "| claim | "
+            + " | ".join([*(AXIS_WORDS[a] for a in axes), *(f"torch {r}" for r in releases)])
+            + " |",
+        ]
+        out.append("|---|" + "---|" * (len(axes) + len(releases)))
+        for claim in claims:
+            cells = []
+            for axis in axes:
+                rate = rates(document, claim).get(axis)
+                cells.append(
+                    "" if rate is None else (f"**{rate}**" if not rate.always else str(rate))
+                )
+            on = document["claims"][claim].get("releases", {})
+            cells += [RELEASE_CELL.get(on.get(r, "not run"), "") for r in releases]
+            out.append(f"| `{_short(claim)}` | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def findings(document: Mapping[str, Any]) -> str:
+    """The README's luck-of-the-draw findings: the claims that do not hold for every seed."""
+    axes = [a for a in ("sampler", "init") if a in document.get("axes", {})]
+    lines = []
+    for claim, row in document.get("claims", {}).items():
+        rs = rates(document, claim)
+        if all(rs[a].always for a in axes if a in rs):
+            continue
+        said = "; ".join(f"{AXIS_WORDS[a]}: {rs[a]}" for a in axes if a in rs)
+        sentence = row.get("sentence", "")
+        lines.append(
+            f"- `{_short(claim)}`: {said}." + (f" It verifies: {sentence}" if sentence else "")
+        )
+    held = sum(
+        1
+        for claim in document.get("claims", {})
+        if all(r.always for r in rates(document, claim).values())
+    )
+    n = {a: len(document["axes"][a]) for a in axes}
+    head = (
+        f"Over {' and '.join(f'{n[a]} {AXIS_WORDS[a]}' for a in axes)} (the sweep's seeds, the "
+        f"workshop's own seed 0 included), {held} of {len(document.get('claims', {}))} claims hold "
+        "in every run. These do not, and the text should state them as rates:"
+    )
+    return "\n".join([head, "", *lines]) + "\n"
+
+
+# -- what an upgrade costs ---------------------------------------------------------------------
+# "torch 2.13.0+cpu | numpy 2.2.6 | seed 0": the line that names the release always moves.
+VERSIONS_LINE = line_number("versions")
+
+
+@dataclass(frozen=True)
+class Moved:
+    """One reading that a release prints differently."""
+
+    evidence: ReadingEvidence
+    there: Seen
+
+    @property
+    def breaks(self) -> bool:
+        """Its claim's bound held on the reference and does not on the release."""
+        return bool(self.evidence.reference.holds) and self.there.holds is False
+
+
+def moved(fragility: Fragility, release: str) -> list[Moved]:
+    """The readings `release` prints differently from the reference, in log order."""
+    out = []
+    for e in sorted(fragility.readings.values(), key=lambda e: (e.line, e.position)):
+        there = fragility.on_release(e, release)
+        if there is not None and there.printed != e.reference.printed:
+            out.append(Moved(e, there))
+    return out
+
+
+def failing_claims(robustness: Mapping[str, Any], release: str, reference: str) -> list[str]:
+    """The claims that pass on the reference's torch (`reference`, "2.13.0") and fail on
+    `release`."""
+    out = []
+    for claim, row in robustness.get("claims", {}).items():
+        on = row.get("releases", {})
+        if on.get(release) == "failed" and on.get(reference) != "failed":
+            out.append(claim)
+    return out
+
+
+def published_lines(fragility: Fragility, release: str) -> tuple[list[int], list[int]]:
+    """(the published log's lines with readings that `release` reproduces, those it does
+    not): a line is reproduced when every reading on it prints as the published log does."""
+    differs: dict[int, bool] = {}
+    for e in fragility.readings.values():
+        there = fragility.on_release(e, release)
+        if e.published is None or there is None:
+            continue
+        differs[e.line] = differs.get(e.line, False) or there.printed != e.published.printed
+    same = sorted(n for n, moved in differs.items() if not moved)
+    return same, sorted(n for n, moved in differs.items() if moved)
+
+
+def _line_list(lines: list[int]) -> str:
+    return ", ".join(str(n) for n in lines) if lines else "none"
+
+
+def render_upgrades(
+    fragility: Fragility, robustness: Mapping[str, Any], reference_lines: int
+) -> str:
+    """The README's section. `reference_lines`: how many lines the log has."""
+    releases = list(fragility.releases)
+    ref = fragility.reference_release
+    if not releases:
+        return (
+            f"The evidence holds no torch release but the reference's ({ref}): run "
+            "`nox -s torch-<release>` to add one.\n"
+        )
+    out = [
+        f"The workshop's claims ran under the reference kernels on torch {', '.join(releases)}, "
+        f"beside the pinned {ref} (`nox -s torch-<release>`). Per release: the lines of "
+        f"`captures/results.log` ({reference_lines} lines) that would change, and the "
+        "statements that would no longer hold.",
+        "",
+    ]
+    for release in releases:
+        seen = moved(fragility, release)
+        lines = sorted({VERSIONS_LINE, *(m.evidence.line for m in seen)})
+        broken = [m for m in seen if m.breaks]
+        failing = failing_claims(robustness, release, ref)
+        said = "1 line moves" if len(lines) == 1 else f"{len(lines)} lines move"
+        out.append(f"**torch {release}**: {said} ({_line_list(lines)}).")
+        out += [
+            f"- line {m.evidence.line}, {m.evidence.name}: {m.there.printed} "
+            f"(here {m.evidence.reference.printed})" + ("; its bound breaks" if m.breaks else "")
+            for m in seen
+        ]
+        if broken or failing:
+            out.append("")
+            out.append("Statements that no longer hold on it:")
+            out += [
+                f"- {m.evidence.name} is {m.evidence.bound}: on torch {release} it is "
+                f"{m.there.printed}, not {m.evidence.reference.printed}"
+                for m in broken
+            ]
+            out += [f"- `{_short(c)}` fails" for c in failing]
+        else:
+            out.append("")
+            out.append("Every claim's statement still holds on it.")
+        out.append("")
+    out.append("Which lines of the published log (torch 2.12.1) each torch reproduces:")
+    out.append("")
+    nowhere: set[int] | None = None
+    for release in sorted([ref, *releases], key=version_key):
+        same, other = published_lines(fragility, release)
+        nowhere = set(other) if nowhere is None else nowhere & set(other)
+        out.append(
+            f"- torch {release}: {len(same)} of {len(same) + len(other)} lines with numbers; "
+            f"not {_line_list(other)}"
+        )
+    out += [
+        "",
+        "Under the reference kernels no torch release here reproduces published lines "
+        f"{_line_list(sorted(nowhere or ()))}.",
+        "",
+        "To adopt a release: change the torch pin in `pyproject.toml`, install it, run "
+        "`pytest claims/ --snapshot-update`, review `git diff snapshots/ captures/`, and fix "
+        "the text that quotes what moved (`pytest claims/ --workshop PATH` finds it).",
+    ]
+    return "\n".join(out) + "\n"
