@@ -1,4 +1,5 @@
-"""A content-addressed store of results, kept in a folder (pytest's cache directory).
+"""A content-addressed store of results, kept in a folder (pytest's cache directory), and
+the atomic writes every file of the project is written with.
 
 An entry is named by a key: a digest of everything its content depends on, so a changed input
 finds no entry and the result is computed again. Each entry is two files: the content
@@ -13,14 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
-
-from bnvg.files import replacing
 
 
 def digest(*parts: bytes | str) -> str:
@@ -94,3 +96,42 @@ class Store:
         description = {**about, "key": key, "size": len(content), "sha256": digest(content)}
         with replacing(about_path) as tmp:
             tmp.write_text(json.dumps(description, indent=1, sort_keys=True) + "\n")
+
+
+# -- atomic writes: a file replaced whole, or not at all ------------------------------------
+@contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """A temporary file beside `path` to write to; when the block ends without an error it
+    replaces `path` in one rename, so readers see the old file or the new one, never half.
+    The temporary file is removed whatever happens."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    # mkstemp makes the file private (0600); give it the mode a plain open() would have.
+    os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask())
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write `text` to `path` atomically (see `replacing`)."""
+    with replacing(path) as tmp, open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)

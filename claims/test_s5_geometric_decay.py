@@ -3,7 +3,7 @@
 import pytest
 
 from bnvg.experiment.config import DECAY_DEPTHS, DECAY_FACTORS
-from bnvg.experiment.decay import remaining
+from bnvg.experiment.facts import remaining
 from bnvg.figures import series
 from bnvg.log import fill
 

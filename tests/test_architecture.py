@@ -102,7 +102,6 @@ TORCH_FREE_EXPERIMENT = (
     "bnvg.experiment.facts",
     "bnvg.experiment.platform",
     "bnvg.experiment.results",
-    "bnvg.experiment.run_cache",
     "bnvg.experiment.runs",
     "bnvg.figures.series",
 )

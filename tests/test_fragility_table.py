@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from bnvg.evidence.fragility import load
-from bnvg.log.layout import layout
-from bnvg.log.published import read_published
+from bnvg.log.layout import layout, read_published
 from bnvg.places import Places
 
 PLACES = Places(Path(__file__).resolve().parent.parent)

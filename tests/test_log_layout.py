@@ -6,6 +6,7 @@ import pytest
 
 from bnvg.log import fill
 from bnvg.log.layout import (
+    PublishedLogError,
     claimed_keys,
     context_of,
     fixed_lines,
@@ -13,10 +14,10 @@ from bnvg.log.layout import (
     layout,
     line_named,
     line_number,
+    read_published,
 )
-from bnvg.log.published import PublishedLogError, read_published
 from bnvg.log.readings import LOSS, Quantity
-from bnvg.log.template import Template
+from bnvg.log.templates import Template
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = (ROOT / "captures" / "results.log").read_text().splitlines()

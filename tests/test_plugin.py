@@ -5,9 +5,9 @@ import textwrap
 
 import pytest
 
-from bnvg.files import atomic_write
 from bnvg.log.layout import claimed_keys, layout, line_number
 from bnvg.plugin.session import NOT_VERIFIED
+from bnvg.store import atomic_write
 
 N_LINES = len(layout())
 

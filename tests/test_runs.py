@@ -11,8 +11,7 @@ from bnvg.experiment.eval_bug import demonstrate_eval_bug
 from bnvg.experiment.measure import init_grad_ratio
 from bnvg.experiment.model import build_network
 from bnvg.experiment.platform import Platform
-from bnvg.experiment.run_cache import RunCache
-from bnvg.experiment.runs import RUNS, RunSpec
+from bnvg.experiment.runs import RUNS, RunCache, RunSpec
 from bnvg.experiment.train import train_run
 from bnvg.store import Entry, Store
 

@@ -35,10 +35,9 @@ from typing import Any
 from bnvg.evidence.record import Record
 from bnvg.experiment.config import recipe
 from bnvg.experiment.platform import Platform
-from bnvg.files import replacing
 from bnvg.log.readings import Reading
 from bnvg.places import Places
-from bnvg.store import digest
+from bnvg.store import digest, replacing
 
 # 3: the fragment names the experiment it measured; 2: the platform names its kernels and
 # CPU, a variant its settings

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from bnvg.evidence.tables import Table
-from bnvg.files import atomic_write
 from bnvg.log.readings import Reading
+from bnvg.store import atomic_write
 
 FORMAT = 1
 

@@ -1,9 +1,11 @@
-"""The numbers the claims of S2, S3, S7 and S8 read, computed in one call each.
+"""The numbers the claims of S2, S3, S5, S7 and S8 read, computed in one call each.
 
 Each function runs the workshop's own computations (`sigmoid_facts`, `model`, `measure`)
 and returns plain numbers, so a session can keep the result in pytest's cache and a later one
 read it without importing torch (`bnvg.plugin.fixtures`). torch is imported inside them, on
-the one path that computes.
+the one path that computes. S5's geometric decay (`remaining`) is pure arithmetic: if each
+layer passes back a fraction f of the gradient it receives, k layers pass back f**k, and a
+quarter per layer (the sigmoid's best case) leaves 1e-6 after ten layers.
 """
 
 from __future__ import annotations
@@ -93,3 +95,11 @@ def init_ratio(spec: NetSpec, workshop: Workshop) -> float:
 
     data = two_moons(workshop)
     return init_grad_ratio(build_network(spec, workshop), data.X_train, data.y_train)
+
+
+# -- S5: geometric decay, pure arithmetic ---------------------------------------------------
+def remaining(factor: float, layers: int) -> float:
+    """The fraction of the gradient left after travelling back `layers` layers."""
+    if layers < 0:
+        raise ValueError(f"layers must be >= 0, got {layers}")
+    return float(factor**layers)

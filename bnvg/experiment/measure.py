@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import math
 
-from bnvg.experiment.metrics import bce
-from bnvg.experiment.model import TinyNet
+from bnvg.experiment.model import TinyNet, bce
 from bnvg.experiment.results import AtInit, LayerStats
 from bnvg.experiment.runtime import torch
 

@@ -11,6 +11,10 @@ One hidden layer is Linear -> normalise -> activate:
     z     = norm(z_pre)      # identity for the plain net
     h'    = act(z)           # (+ h when residual and the shapes match)
 
+Every network trains on the same loss, `bce`: the sigmoid fused into binary cross-entropy
+(BCEWithLogitsLoss), numerically stable for large logits, whose gradient with respect to the
+logit is p - y (section S2); `accuracy` is what every table reports.
+
 The final Linear maps the last hidden layer to one logit; the sigmoid lives in the loss.
 """
 
@@ -142,3 +146,21 @@ def weight_checksum(net: TinyNet) -> float:
 
 def parameter_count(net: nn.Module) -> int:
     return sum(p.numel() for p in net.parameters())
+
+
+# -- the loss every network trains on, and the accuracy every table reports -----------------
+bce = nn.BCEWithLogitsLoss()  # stateless: one instance serves every caller
+
+
+def accuracy(net: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
+    """Fraction of correct predictions (a logit > 0 means p > 0.5).
+
+    Evaluates in `eval()` mode, so batch norm normalises with its running averages rather
+    than this batch's statistics (the S9 bug, avoided), then restores the caller's mode.
+    """
+    was_training = net.training
+    net.eval()
+    with torch.no_grad():
+        acc = float(((net(X) > 0).float() == y).float().mean().item())
+    net.train(was_training)
+    return acc

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bnvg.experiment.config import TARGET_ACCURACY, WORKSHOP, Workshop
-from bnvg.experiment.runs import RunSpec
 
 if TYPE_CHECKING:
     from bnvg.experiment.model import TinyNet
+    from bnvg.experiment.runs import RunSpec
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ class TrainedRun:
 
     The weights are loaded when first asked for (`network`): a claim that reads only the
     history, and a figure reused from the cache, need no torch. `key` is the run's key in the
-    store (`bnvg.experiment.run_cache`), when it has one: the same key, the same weights.
+    store (`bnvg.experiment.runs`), when it has one: the same key, the same weights.
     """
 
     spec: RunSpec

@@ -27,7 +27,7 @@ from bnvg.experiment.data import TwoMoons
 from bnvg.experiment.model import TinyNet
 from bnvg.experiment.results import TrainedRun
 from bnvg.experiment.runtime import torch
-from bnvg.files import replacing
+from bnvg.store import replacing
 
 RED, GREEN, BLUE, ORANGE, PURPLE = "#d32f2f", "#2e7d32", "#1976d2", "#ef6c00", "#6a1b9a"
 

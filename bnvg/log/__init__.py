@@ -4,8 +4,8 @@ No torch here: the pytest-xdist controller writes results.log from readings its 
 computed, and never imports torch.
 
 - `readings`: a named, typed number, and what a claim asserts about it (`Bound`);
-- `template`, `templates`: a line's wording with a field per number, and every line's wording;
-- `layout`: every line of results.log in order, and the headings each line is read under;
-- `fill`: from the experiment's results to filled lines;
-- `published`: the published log, read back through the same templates.
+- `templates`: a line's wording with a field per number (`Template`), and every line's;
+- `layout`: every line of results.log in order, the headings each line is read under, and
+  the published log, read back through the same templates;
+- `fill`: from the experiment's results to filled lines.
 """

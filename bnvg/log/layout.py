@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from typing import Any, Literal
 
 from bnvg.experiment.config import (
@@ -38,7 +39,7 @@ from bnvg.experiment.config import (
 )
 from bnvg.log import templates as t
 from bnvg.log.readings import Bound, Reading, Value
-from bnvg.log.template import Template
+from bnvg.log.templates import Template
 
 Heading = Literal["section", "block", "document"]
 
@@ -359,3 +360,37 @@ def context_of(number: int, workshop: Workshop = WORKSHOP) -> tuple[int, ...]:
         elif line.heading == "block":
             block = n
     return tuple(document + [n for n in (section, block) if n is not None and n != number])
+
+
+# -- the published log, read back through the same templates --------------------------------
+class PublishedLogError(ValueError):
+    """The published log does not have the layout the templates expect."""
+
+
+def read_published(path: Path, workshop: Workshop = WORKSHOP) -> dict[str, Reading]:
+    """Every reading of the published log, by name (its value parsed from the printed text)."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise PublishedLogError(f"cannot read the published log {path}: {error}") from None
+    lines = text.splitlines()
+    expected = layout(workshop)
+    if len(lines) != len(expected):
+        raise PublishedLogError(
+            f"{path} has {len(lines)} lines; the layout of results.log has {len(expected)}"
+        )
+    found: dict[str, Reading] = {}
+    for number, (published, line) in enumerate(zip(lines, expected, strict=True), start=1):
+        quantities = list(line.template.quantities())
+        if not line.key or not quantities:
+            continue
+        match = line.template.pattern(line.text).fullmatch(published)
+        if match is None:
+            raise PublishedLogError(
+                f"{path}:{number} does not read as the log line {line.key!r}: {published!r}"
+            )
+        for name, quantity in quantities:
+            value: Any = quantity.parse(match.group(name))
+            reading = Reading(line.key, quantity, value)
+            found[reading.name] = reading
+    return found

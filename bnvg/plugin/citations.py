@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from bnvg.evidence.citations import Citation, check, find_citations
-from bnvg.files import relative
 from bnvg.log.layout import context_of
 from bnvg.plugin.options import CITATION, DRIFT, NOTE, fragility, settings
+from bnvg.store import relative
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

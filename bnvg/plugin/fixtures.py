@@ -6,7 +6,7 @@ dataclasses of floats, and a trained network is only ever given out as a fresh c
 cache folder under a key of everything it depends on, and reused by later sessions while
 nothing of it changes (`--recompute` computes everything again):
 
-- **runs** (`.pytest_cache/d/bnvg-runs`, `bnvg.experiment.run_cache`): a claim declares the
+- **runs** (`.pytest_cache/d/bnvg-runs`, `bnvg.experiment.runs`): a claim declares the
   trained networks it reads (`@pytest.mark.runs("plain", ...)`), so only the selected claims'
   runs are trained; under xdist the workers train them between them, into a folder they
   share. Reading a run checks its whole history against the stored one first.
@@ -36,7 +36,6 @@ import pytest
 
 from bnvg.evidence.tables import Table, history_table
 from bnvg.experiment.results import TrainedRun
-from bnvg.files import replacing
 from bnvg.plugin.options import (
     LINE,
     RUN_EVENTS,
@@ -49,7 +48,7 @@ from bnvg.plugin.options import (
     standing,
 )
 from bnvg.plugin.quoting import NumberSnapshots, Quoted, damage, extension_for
-from bnvg.store import Damaged, Entry, Store, digest, source_digest
+from bnvg.store import Damaged, Entry, Store, digest, replacing, source_digest
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
@@ -61,7 +60,7 @@ if TYPE_CHECKING:
     from bnvg.experiment.data import TwoMoons
     from bnvg.experiment.facts import SigmoidFacts, StartingWeights
     from bnvg.experiment.results import AtInit, TrainedRun
-    from bnvg.experiment.run_cache import RunCache
+    from bnvg.experiment.runs import RunCache
     from bnvg.log.layout import LogLine
 
 
@@ -246,7 +245,7 @@ def run_cache(
     """
     import uuid
 
-    from bnvg.experiment.run_cache import Reused, RunCache
+    from bnvg.experiment.runs import Reused, RunCache
     from bnvg.store import Store
 
     events = pytestconfig.stash[RUN_EVENTS]

@@ -42,7 +42,6 @@ from syrupy.extensions.amber import AmberSnapshotExtension
 from bnvg.evidence.fragility import Fragility
 from bnvg.evidence.tables import Table, slug
 from bnvg.evidence.verdicts import REFERENCE, Difference, Standing, compare_readings, compare_table
-from bnvg.files import relative, replacing
 from bnvg.log.layout import LogLine, line_named, line_number
 from bnvg.log.readings import Bound, Reading
 from bnvg.places import Places
@@ -58,6 +57,7 @@ from bnvg.plugin.options import (
     owned_keys,
     standing,
 )
+from bnvg.store import relative, replacing
 
 if TYPE_CHECKING:
     from syrupy.location import PyTestLocation

@@ -26,9 +26,7 @@ import pytest
 
 from bnvg.evidence.fragility import Fragility
 from bnvg.experiment.platform import Platform
-from bnvg.files import relative
-from bnvg.log.layout import line_number, section_headings
-from bnvg.log.published import PublishedLogError, read_published
+from bnvg.log.layout import PublishedLogError, line_number, read_published, section_headings
 from bnvg.log.readings import Reading
 from bnvg.plugin.options import (
     DRIFT,
@@ -40,6 +38,7 @@ from bnvg.plugin.options import (
     owned_keys,
     settings,
 )
+from bnvg.store import relative
 
 if TYPE_CHECKING:
     from bnvg.plugin.session import ClaimOutcome, LogAssembly

@@ -34,7 +34,6 @@ from bnvg.evidence.record import ClaimResult, Record
 from bnvg.evidence.tables import Table
 from bnvg.evidence.verdicts import HELD, NEW, REFERENCE
 from bnvg.experiment.platform import Platform
-from bnvg.files import atomic_write, relative
 from bnvg.log.layout import LogLine, fixed_lines, layout
 from bnvg.log.readings import Reading
 from bnvg.plugin.options import (
@@ -66,6 +65,7 @@ from bnvg.plugin.options import (
     standing,
 )
 from bnvg.plugin.reports import render_claims_report
+from bnvg.store import atomic_write, relative
 
 
 # -- what the controller learns of each claim -----------------------------------------------
