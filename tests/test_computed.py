@@ -4,6 +4,8 @@ facts of torch that let a session that computes nothing skip importing it."""
 import subprocess
 import sys
 
+import pytest
+
 from bnvg.plugin.fixtures import Computed
 from bnvg.store import Store
 
@@ -51,6 +53,7 @@ def test_a_damaged_entry_is_reported_and_computed_again(tmp_path):
     assert events == [("result damaged", "S9 eval bug")]
 
 
+@pytest.mark.slow
 def test_torchs_facts_are_asked_of_torch_once_then_read_without_importing_it(tmp_path):
     script = (
         "import sys; from pathlib import Path; from bnvg.store import Store; "

@@ -45,6 +45,7 @@ def project(tmp_path):
     return scratch_copy(ROOT, tmp_path / "project")
 
 
+@pytest.mark.slow
 def test_a_platform_the_evidence_holds_is_compared_exactly_with_its_own_numbers(
     project, tmp_path, scalar_cache
 ):
@@ -70,6 +71,7 @@ def test_a_platform_the_evidence_holds_is_compared_exactly_with_its_own_numbers(
     assert "S9 gamma, neuron 2: this platform's evidence " in run.stdout
 
 
+@pytest.mark.slow
 def test_a_new_platform_passes_on_its_statements_reporting_drift_and_fails_a_broken_one(
     project, tmp_path, scalar_cache
 ):
@@ -149,6 +151,7 @@ def standing_settings(**changes):
     return dataclasses.replace(plain, **changes)
 
 
+@pytest.mark.slow
 def test_a_changed_recipe_fails_exactly_on_the_reference_and_the_evidence_is_stale(
     tmp_path, scalar_cache
 ):
@@ -191,6 +194,7 @@ def pytest_in(project, *args):
     )
 
 
+@pytest.mark.slow
 def test_another_experiment_writes_nothing_committed_and_says_where_it_wrote(tmp_path):
     project = scratch_copy(ROOT, tmp_path / "project")
     done = pytest_in(project, "-k", "eval_bug", "--init-seed", "1")

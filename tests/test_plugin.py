@@ -154,6 +154,7 @@ def test_an_interrupted_write_leaves_the_previous_log_whole(tmp_path, monkeypatc
     assert [p.name for p in tmp_path.iterdir()] == ["results.log"]  # no temporary file left
 
 
+@pytest.mark.slow
 def test_xdist_workers_ship_their_lines_and_only_the_controller_writes(suite, pytester):
     log = suite(*all_claims())
     pytester.runpytest("-p", "xdist", "-n", "2").assert_outcomes(passed=len(slot_keys()))
@@ -208,6 +209,7 @@ def test_the_log_path_is_an_option(suite, pytester, tmp_path):
     assert not (pytester.path / "captures").exists()
 
 
+@pytest.mark.slow
 def test_a_narrowed_selection_runs_in_one_process_and_a_full_one_on_workers(suite, pytester):
     suite(("split", ["S1 split"]), ("other", ["S1 samples"]))
     narrowed = pytester.runpytest("-p", "xdist", "-n", "auto", "-k", "split")

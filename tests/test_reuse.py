@@ -16,6 +16,9 @@ import pytest
 from bnvg.places import Places
 from bnvg.runner import differing_figures, run_claims, scratch_copy
 
+# Claims sessions in subprocesses that train and reuse networks: the slow tier.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = {"PYTHONPATH": str(Path(__file__).parent / "probes")}
 

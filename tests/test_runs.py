@@ -22,6 +22,7 @@ def test_the_log_needs_twelve_distinct_runs():
     assert len(RUNS) == len(set(RUNS.values())) == 12
 
 
+@pytest.mark.slow
 def test_a_run_is_trained_once_however_often_it_is_asked_for():
     events = []
     cache = RunCache(SHORT, on_event=lambda *event: events.append(event))
@@ -31,6 +32,7 @@ def test_a_run_is_trained_once_however_often_it_is_asked_for():
     assert events == [("trained", "batch norm", None), ("trained", "plain", None)]
 
 
+@pytest.mark.slow
 def test_processes_sharing_a_store_train_once_and_load_bit_identical_results(tmp_path):
     store = Store(tmp_path)
     trainer, loader = (
@@ -45,6 +47,7 @@ def test_processes_sharing_a_store_train_once_and_load_bit_identical_results(tmp
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
+@pytest.mark.slow
 def test_a_later_session_reuses_a_stored_run_and_says_when_and_where_it_was_trained(tmp_path):
     store = Store(tmp_path)
     RunCache(SHORT, store=store, session="yesterday").get("plain")
@@ -59,6 +62,7 @@ def test_a_later_session_reuses_a_stored_run_and_says_when_and_where_it_was_trai
     assert recompute.trained == ["plain"]
 
 
+@pytest.mark.slow
 def test_a_damaged_entry_is_reported_and_trained_again(tmp_path):
     store = Store(tmp_path)
     cache = RunCache(SHORT, store=store, session="a")
@@ -118,6 +122,7 @@ def test_the_eval_bug_demonstration_leaves_the_callers_network_untouched():
     assert not net.training
 
 
+@pytest.mark.slow
 def test_probing_batch_norm_before_training_changes_no_trained_parameter():
     """Why S8's "batch norm" row may reuse the S6 run: S8 measures the gradient ratio on the
     net before training it, and that train-mode pass nudges the running statistics. Over a

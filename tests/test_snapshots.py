@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# Claims sessions in pytester subprocesses: the slow tier.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 S5 = "test_s5_geometric_decay"
 QUARTER = "test_factor_per_layer_compounds_over_4_and_10_layers-0.25.csv"

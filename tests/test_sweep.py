@@ -20,6 +20,9 @@ from bnvg.evidence.fragments import Fragment, FragmentStore, experiment_fingerpr
 from bnvg.places import Places
 from bnvg.runner import environment, scratch_copy
 
+# Sweeps on Dask clusters, each job a claims session in a subprocess: the slow tier.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 QUICK = ["--no-kernels", "--select", "s1_"]  # the S1 claims: no training
 

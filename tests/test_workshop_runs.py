@@ -15,6 +15,9 @@ import pytest
 from bnvg.places import Places
 from bnvg.runner import differing_figures, run_claims, scratch_copy
 
+# Whole claims sessions in subprocesses, cold and warm: the slow tier.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_LOG = ROOT.parent / "shared" / "tools" / "reference-log"
 
