@@ -8,7 +8,7 @@ import torch
 from bnvg.experiment.config import NetSpec, Workshop
 from bnvg.experiment.data import two_moons
 from bnvg.experiment.eval_bug import demonstrate_eval_bug
-from bnvg.experiment.measure import init_grad_ratio
+from bnvg.experiment.measure import init_grad_ratio, measure_at_init
 from bnvg.experiment.model import build_network
 from bnvg.experiment.platform import Platform
 from bnvg.experiment.runs import RUNS, RunCache, RunSpec
@@ -137,11 +137,14 @@ def test_probing_batch_norm_before_training_changes_no_trained_parameter():
     assert fresh.history.final_loss == probed.history.final_loss
 
 
-def test_the_probe_measures_the_same_ratio_as_a_fresh_network():
+@pytest.mark.parametrize("spec", [NetSpec(), NetSpec(norm="batch"), NetSpec(depth=8)])
+def test_the_probe_measures_the_ratio_s4s_full_measurement_measures(spec):
+    """`init_grad_ratio`, the cheap probe S7 and S8 quote, is S4's `grad_ratio` of the same
+    fresh network, bit for bit (both one train-mode pass over the training set)."""
     data = two_moons()
-    a = init_grad_ratio(build_network(NetSpec(norm="batch")), data.X_train, data.y_train)
-    b = init_grad_ratio(build_network(NetSpec(norm="batch")), data.X_train, data.y_train)
-    assert a == b
+    probe = init_grad_ratio(build_network(spec), data.X_train, data.y_train)
+    full = measure_at_init(build_network(spec), data.X_train, data.y_train).grad_ratio
+    assert probe == full
 
 
 def test_the_eval_bug_needs_batches_that_batch_norm_can_normalise():

@@ -7,6 +7,7 @@ seconds; the machinery is the one the full sweep runs.
 import dataclasses
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -19,6 +20,13 @@ import pytest
 from bnvg.evidence.fragments import Fragment, FragmentStore, experiment_fingerprint
 from bnvg.places import Places
 from bnvg.runner import environment, scratch_copy
+from bnvg.sweep.merge import (
+    README_BEGIN,
+    README_END,
+    UPGRADES_BEGIN,
+    UPGRADES_END,
+    with_findings,
+)
 
 # Sweeps on Dask clusters, each job a claims session in a subprocess: the slow tier.
 pytestmark = pytest.mark.slow
@@ -29,9 +37,12 @@ QUICK = ["--no-kernels", "--select", "s1_"]  # the S1 claims: no training
 
 def project(folder):
     """A scratch project with no sweep evidence yet (but the published log), and a README
-    for its findings."""
+    whose generated sections are empty, for the sweep to write."""
     scratch_copy(ROOT, folder)
-    shutil.copy(ROOT / "README.md", folder / "README.md")
+    readme = (ROOT / "README.md").read_text()
+    for begin, end in ((README_BEGIN, README_END), (UPGRADES_BEGIN, UPGRADES_END)):
+        readme = with_findings(readme, "", begin, end)
+    (folder / "README.md").write_text(readme)
     evidence = folder / "snapshots" / "evidence"
     shutil.rmtree(evidence / "fragments", ignore_errors=True)
     for name in ("fragility.json", "fragility.md", "robustness.json", "robustness.md"):
@@ -76,7 +87,8 @@ def test_a_sweep_says_its_progress_and_writes_a_fragment_per_job_and_the_tables(
     folder, said = swept
     assert "7 of 7 jobs to run, on 2 workers" in said
     assert "[7/7] " in said and "done in " in said
-    assert "left" in said  # an estimate of the time left, while jobs remain
+    # An estimate of the time left, while jobs remain.
+    assert re.search(r"\[[1-6]/7\] .*; about \d+ (min \d+ )?s left", said), said
     fragments = sorted(p.name for p in (folder / "snapshots/evidence/fragments").rglob("*.json.gz"))
     assert fragments == sorted(
         f"{v}.json.gz"
@@ -97,6 +109,7 @@ def test_a_sweep_says_its_progress_and_writes_a_fragment_per_job_and_the_tables(
     assert kernels["mkl-auto"] == ("AUTO", "avx2")
     assert kernels["native"] == ("(not set)", "(not set)")
     readme = (folder / "README.md").read_text()
+    assert "Over 3 minibatch orders and 3 starting weights" in readme
     assert "claims hold in every run" in readme
 
 

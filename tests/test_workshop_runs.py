@@ -116,30 +116,29 @@ def test_every_reading_is_recorded_by_name_and_every_run_history_with_it(paralle
     assert all(c.outcome == "passed" for c in record.claims.values())
 
 
-def test_cold_serial_and_parallel_runs_write_the_committed_log_and_diagrams_byte_for_byte(
-    parallel_run, cold_serial_run, committed_log
+def test_cold_serial_and_parallel_runs_train_each_run_once_and_draw_the_committed_diagrams(
+    parallel_run, cold_serial_run
 ):
     assert len(cold_serial_run.record.trained) == 12
-    assert cold_serial_run.results_log.read_bytes() == parallel_run.results_log.read_bytes()
-    committed_log.check(cold_serial_run.results_log.read_bytes())
     assert differing_figures(cold_serial_run.diagrams, Places(ROOT)) == []
     assert differing_figures(parallel_run.diagrams, Places(ROOT)) == []
 
 
-@pytest.mark.parametrize(
-    "how",
-    [
-        "cold, shuffled with seed 1, in one process, with OMP_NUM_THREADS=8 set by the user",
-        "cold, shuffled with seed 2, on two workers",
-    ],
-)
 def test_the_log_does_not_depend_on_order_distribution_or_thread_settings(
-    how, parallel_run, cold_serial_run, committed_log
+    parallel_run, cold_serial_run, committed_log
 ):
-    run = cold_serial_run if "one process" in how else parallel_run
-    committed_log.check(run.results_log.read_bytes())
-    assert "Using --randomly-seed=" in run.stdout
-    assert run.record.options["torch threads"] == 1
+    """The two cold runs differ in everything but the code: shuffled with seed 1 in one
+    process with OMP_NUM_THREADS=8 set by the user, and shuffled with seed 2 on two workers.
+    Both write the committed log, computing with one torch thread."""
+    for run in (cold_serial_run, parallel_run):
+        committed_log.check(run.results_log.read_bytes())
+        assert "Using --randomly-seed=" in run.stdout
+        assert run.record.options["torch threads"] == 1
+    seeds = {
+        r.stdout.split("Using --randomly-seed=")[1].split()[0]
+        for r in (cold_serial_run, parallel_run)
+    }
+    assert seeds == {"1", "2"}
 
 
 def scratch_project(into):
