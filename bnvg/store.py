@@ -7,7 +7,8 @@ finds no entry and the result is computed again. Each entry is two files: the co
 was computed, and the sha256 and size of the content. Reading checks both; an entry that is
 truncated, corrupt or written for another key is reported as `Damaged` and never used.
 Writes are atomic and take a lock per key, so xdist workers and concurrent sessions never
-see, or leave, half an entry.
+see, or leave, half an entry. A `Memo` is the one way a result is kept and reused: the key,
+the lock, the damaged entry computed again, and the event said.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 
 def digest(*parts: bytes | str) -> str:
@@ -96,6 +98,115 @@ class Store:
         description = {**about, "key": key, "size": len(content), "sha256": digest(content)}
         with replacing(about_path) as tmp:
             tmp.write_text(json.dumps(description, indent=1, sort_keys=True) + "\n")
+
+
+COMPUTED, REUSED, DAMAGED = "computed", "reused", "damaged"
+
+
+@dataclass(frozen=True)
+class Event:
+    """What a process did with one kept result: computed it (and kept it), reused it, or
+    found it damaged (and so computed it again)."""
+
+    what: str  # COMPUTED, REUSED or DAMAGED
+    kind: str  # what a `Memo` keeps: "run", "result", "figure", "torch facts"
+    name: str  # which one: "batch norm", "S2 sigmoid facts", "two_moons.png"
+    detail: Any = None  # reused: the entry's description; damaged: why
+
+
+T = TypeVar("T")
+
+
+class Memo:
+    """Results of one kind, each computed at most once per key and kept in a `Store`.
+
+        memo = Memo(store, "result", on_event=events.append)
+        facts = memo.get("S2 sigmoid facts", key, compute, encode=pickle.dumps, decode=...)
+
+    The one way every result bnvg reuses from pytest's cache is kept (trained runs, computed
+    results, figures, torch's facts of the platform): the key names everything the result
+    depends on; a lock per key lets one process compute while the others wait and then read
+    it (xdist workers, concurrent sessions); a damaged entry, or one that no longer decodes,
+    is reported and computed again; and every reuse, computation and damage is told to
+    `on_event`. With `recompute`, only entries this `session` wrote are used: every result is
+    computed again once, and shared between the session's processes. Without a store (pytest's
+    cache disabled) it computes every time.
+    """
+
+    def __init__(
+        self,
+        store: Store | None,
+        kind: str,
+        *,
+        recompute: bool = False,
+        session: str = "",
+        on_event: Callable[[Event], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.kind = kind
+        self.recompute = recompute
+        self.session = session
+        self.on_event = on_event or (lambda event: None)
+
+    def get(
+        self,
+        name: str,
+        key: str,
+        compute: Callable[[], T],
+        *,
+        encode: Callable[[T], bytes],
+        decode: Callable[[Entry], T],
+        about: Callable[[T], Mapping[str, Any]] = lambda value: {},
+        wait: bool = True,
+    ) -> T | None:
+        """The result `name`: kept from before, or computed now by `compute()` and kept
+        (`encode` makes its bytes, `about` its description; `decode` reads an entry back).
+        With `wait=False`, None when another process holds the key's lock (computing it)."""
+        if self.store is None:
+            value = compute()
+            self.on_event(Event(COMPUTED, self.kind, name))
+            return value
+        lock = self.store.lock(key, timeout=-1 if wait else 0)
+        try:
+            lock.acquire()
+        except Timeout:
+            return None
+        try:
+            found = self.store.get(key)
+            if isinstance(found, Damaged):
+                self.on_event(Event(DAMAGED, self.kind, name, found.reason))
+            elif found is not None and self._usable(found):
+                try:
+                    kept = decode(found)
+                except Exception as error:  # a class that moved or changed: compute anew
+                    self.on_event(
+                        Event(DAMAGED, self.kind, name, f"{type(error).__name__}: {error}")
+                    )
+                else:
+                    if found.about.get("session") != self.session:
+                        self.on_event(Event(REUSED, self.kind, name, dict(found.about)))
+                    return kept
+            value = compute()
+            when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+            description = {"name": name, "kind": self.kind, "session": self.session, "at": when}
+            self.store.put(key, encode(value), {**about(value), **description})
+            self.on_event(Event(COMPUTED, self.kind, name))
+            return value
+        finally:
+            lock.release()
+
+    def peek(self, key: str, decode: Callable[[Entry], T]) -> T | None:
+        """The kept result for `key` if there is a sound one, without computing anything."""
+        found = None if self.store is None else self.store.get(key)
+        if not isinstance(found, Entry):
+            return None
+        try:
+            return decode(found)
+        except Exception:
+            return None
+
+    def _usable(self, entry: Entry) -> bool:
+        return not self.recompute or entry.about.get("session") == self.session
 
 
 # -- atomic writes: a file replaced whole, or not at all ------------------------------------

@@ -8,16 +8,22 @@ import pytest
 import torch
 
 from bnvg.plugin.fixtures import Computed
-from bnvg.store import Store
+from bnvg.store import COMPUTED, Memo, Store
 
 
 def memo(tmp_path, events, source="v1", recompute=False):
-    return Computed(
-        Store(tmp_path / "results"),
-        {"source": source, "torch": "2.13.0+cpu"},
-        recompute,
-        lambda event, name, detail: events.append((event, name)),
+    """A session's computed results (each call another session), its events told as
+    (what, name), computations left out."""
+
+    def told(event):
+        if event.what != COMPUTED:
+            events.append((event.what, event.name))
+
+    session = f"session {len(list(tmp_path.glob('*')))}-{id(events)}-{source}-{recompute}"
+    kept = Memo(
+        Store(tmp_path / "results"), "result", recompute=recompute, session=session, on_event=told
     )
+    return Computed(kept, {"source": source, "torch": "2.13.0+cpu"})
 
 
 def test_a_result_is_computed_once_and_reused_by_a_later_session_with_the_same_inputs(tmp_path):
@@ -29,7 +35,7 @@ def test_a_result_is_computed_once_and_reused_by_a_later_session_with_the_same_i
 
     first = memo(tmp_path, events).get("S4 at-init measurements", compute)
     assert first == memo(tmp_path, events).get("S4 at-init measurements", compute)
-    assert len(calls) == 1 and events == [("result reused", "S4 at-init measurements")]
+    assert len(calls) == 1 and events == [("reused", "S4 at-init measurements")]
 
 
 def test_an_edited_source_or_recompute_computes_it_again(tmp_path):
@@ -51,7 +57,7 @@ def test_a_damaged_entry_is_reported_and_computed_again(tmp_path):
     [entry] = (tmp_path / "results").glob("*.bin")
     entry.write_bytes(entry.read_bytes()[:-1])
     assert memo(tmp_path, events).get("S9 eval bug", lambda: 0.695) == 0.695
-    assert events == [("result damaged", "S9 eval bug")]
+    assert events == [("damaged", "S9 eval bug")]
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ import pytest
 from bnvg.evidence.record import ClaimResult, Record
 from bnvg.evidence.tables import Table
 from bnvg.log.readings import PERCENT, Quantity, Reading, at_least
+from bnvg.store import COMPUTED, DAMAGED, REUSED, Event
 
 
 def test_a_record_round_trips_through_its_file(tmp_path):
@@ -18,12 +19,28 @@ def test_a_record_round_trips_through_its_file(tmp_path):
         },
         readings={r.name: r},
         tables={table.name: table},
-        trained=("ReLU",),
+        events=(
+            Event(COMPUTED, "run", "ReLU"),
+            Event(REUSED, "run", "plain", {"trained at": "2026-12-01 09:25 UTC"}),
+            Event(REUSED, "run", "plain"),  # a second worker loaded it too
+            Event(REUSED, "figure", "two_moons.png"),
+            Event(DAMAGED, "result", "S9 eval bug", "truncated"),
+        ),
         platform={"torch": "2.13.0+cpu"},
     )
     record.save(tmp_path / "record.json")
     again = Record.load(tmp_path / "record.json")
     assert again.readings == record.readings and again.trained == ("ReLU",)
+    assert (again.reused, again.figures_reused, again.results_reused) == (
+        ("plain",),
+        ("two_moons.png",),
+        (),
+    )
+    assert [(e.what, e.kind, e.name) for e in again.events][-1] == (
+        DAMAGED,
+        "result",
+        "S9 eval bug",
+    )
     assert again.outcome("claims/test_s8.py::test_fix[ReLU]") == "passed"
     assert again.outcome("claims/test_s8.py::test_other") == "not run"
     assert list(again.tables["runs/ReLU"].columns["train loss"]) == [0.7, 0.6]
@@ -31,5 +48,5 @@ def test_a_record_round_trips_through_its_file(tmp_path):
 
 def test_an_unreadable_record_is_named(tmp_path):
     (tmp_path / "record.json").write_text('{"format": 99}')
-    with pytest.raises(ValueError, match=r"record\.json: a session record of format 99, not 1"):
+    with pytest.raises(ValueError, match=r"record\.json: a session record of format 99, not 2"):
         Record.load(tmp_path / "record.json")

@@ -13,7 +13,7 @@ from bnvg.experiment.model import build_network
 from bnvg.experiment.platform import Platform
 from bnvg.experiment.runs import RUNS, RunCache, RunSpec
 from bnvg.experiment.train import train_run
-from bnvg.store import Entry, Store
+from bnvg.store import COMPUTED, DAMAGED, REUSED, Entry, Event, Store
 
 SHORT = Workshop(steps=60)  # enough for two history points; the real runs are 4000 steps
 
@@ -25,11 +25,11 @@ def test_the_log_needs_twelve_distinct_runs():
 @pytest.mark.slow
 def test_a_run_is_trained_once_however_often_it_is_asked_for():
     events = []
-    cache = RunCache(SHORT, on_event=lambda *event: events.append(event))
+    cache = RunCache(SHORT, on_event=events.append)
     first = cache.get("batch norm")
     assert cache.get(RunSpec(NetSpec(norm="batch"))) is first
     assert cache.get("plain") is not first
-    assert events == [("trained", "batch norm", None), ("trained", "plain", None)]
+    assert events == [Event(COMPUTED, "run", "batch norm"), Event(COMPUTED, "run", "plain")]
 
 
 @pytest.mark.slow
@@ -52,11 +52,12 @@ def test_a_later_session_reuses_a_stored_run_and_says_when_and_where_it_was_trai
     store = Store(tmp_path)
     RunCache(SHORT, store=store, session="yesterday").get("plain")
     events = []
-    later = RunCache(SHORT, store=store, session="today", on_event=lambda *e: events.append(e))
+    later = RunCache(SHORT, store=store, session="today", on_event=events.append)
     later.get("plain")
-    [(event, name, reused)] = events
-    assert (event, name, later.trained) == ("reused", "plain", [])
-    assert reused.platform["torch threads"] == str(torch.get_num_threads())
+    [reused] = events
+    assert (reused.what, reused.name, later.trained) == (REUSED, "plain", [])
+    assert reused.detail["platform"]["torch threads"] == str(torch.get_num_threads())
+    assert reused.detail["trained at"].endswith(" UTC")
     recompute = RunCache(SHORT, store=store, session="again", recompute=True)
     recompute.get("plain")
     assert recompute.trained == ["plain"]
@@ -70,12 +71,10 @@ def test_a_damaged_entry_is_reported_and_trained_again(tmp_path):
     [content] = tmp_path.glob("*.bin")
     content.write_bytes(content.read_bytes()[:-10])  # truncated
     events = []
-    again = RunCache(SHORT, store=store, session="b", on_event=lambda *e: events.append(e))
+    again = RunCache(SHORT, store=store, session="b", on_event=events.append)
     again.get("plain")
-    assert events[0] == (
-        "damaged",
-        "plain",
-        "its content does not match its checksum (truncated or corrupt)",
+    assert events[0] == Event(
+        DAMAGED, "run", "plain", "its content does not match its checksum (truncated or corrupt)"
     )
     assert again.trained == ["plain"] and isinstance(store.get(cache.key(RUNS["plain"])), Entry)
 

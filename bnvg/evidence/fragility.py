@@ -44,6 +44,12 @@ from typing import Any
 from bnvg.log.readings import Bound, Quantity, Value, kind_named
 
 PUBLISHED = "published"
+# The groups of runs a bound's rate is told over, and how people call them.
+HOLD_GROUPS = (
+    ("sampler", "minibatch orders"),
+    ("init", "starting weights"),
+    ("platforms", "platforms"),
+)
 
 
 @dataclass(frozen=True)
@@ -158,17 +164,19 @@ class ReadingEvidence:
         whole = kind.integer and float(value).is_integer()
         return Quantity(self.label, kind, self.spec).print(int(value) if whole else value)
 
-    def what_holds(self) -> str:
-        """What a text can honestly say of an unstable reading, from the evidence."""
-        if self.bound is None:
-            return ""
-        said = []
-        groups = (("sampler", "minibatch orders"), ("init", "starting weights"))
-        for group, what in (*groups, ("platforms", "platforms")):
+    def how_often(self) -> list[tuple[str, Rate]]:
+        """How often its claim's bound holds, in each group of more than one run:
+        [("minibatch orders", Rate(16, 33)), ("starting weights", ...), ("platforms", ...)]."""
+        out = []
+        for group, what in HOLD_GROUPS:
             counts = self.holds_in(group)
             if counts and counts[1] > 1:
-                said.append(f"{self.bound} in {counts[0]} of {counts[1]} {what}")
-        return "; ".join(said)
+                out.append((what, Rate(*counts)))
+        return out
+
+    def what_holds(self) -> str:
+        """What a text can honestly say of an unstable reading, from the evidence."""
+        return "; ".join(f"{self.bound} in {r.k} of {r.n} {what}" for what, r in self.how_often())
 
 
 @dataclass(frozen=True)

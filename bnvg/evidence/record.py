@@ -17,9 +17,9 @@ from typing import Any
 
 from bnvg.evidence.tables import Table
 from bnvg.log.readings import Reading
-from bnvg.store import atomic_write
+from bnvg.store import COMPUTED, DAMAGED, REUSED, Event, atomic_write
 
-FORMAT = 1
+FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -39,11 +39,8 @@ class Record:
     claims: Mapping[str, ClaimResult]
     readings: Mapping[str, Reading]
     tables: Mapping[str, Table]
-    trained: tuple[str, ...] = ()
-    reused: tuple[str, ...] = ()  # runs loaded from pytest's cache instead of trained
-    damaged: tuple[str, ...] = ()  # cached runs found damaged, and so trained again
-    figures_reused: tuple[str, ...] = ()  # drawings copied from pytest's cache
-    results_reused: tuple[str, ...] = ()  # other computed results loaded from pytest's cache
+    # What the session did with each result kept in pytest's cache, in any process: one list.
+    events: tuple[Event, ...] = ()
     platform: Mapping[str, str] = field(default_factory=dict)
     # Where the platform stands with the evidence: kind ("reference", "held", "new"), this
     # platform's id and the reference's (`bnvg.evidence.verdicts`).
@@ -51,6 +48,32 @@ class Record:
     options: Mapping[str, Any] = field(default_factory=dict)
     log: Mapping[str, Any] = field(default_factory=dict)
     citations: Mapping[str, ClaimResult] = field(default_factory=dict)  # --workshop's checks
+
+    def _names(self, what: str, kind: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(e.name for e in self.events if (e.what, e.kind) == (what, kind)))
+
+    @property
+    def trained(self) -> tuple[str, ...]:
+        """The runs trained this session (once each, across processes)."""
+        return tuple(e.name for e in self.events if (e.what, e.kind) == (COMPUTED, "run"))
+
+    @property
+    def reused(self) -> tuple[str, ...]:
+        """The runs loaded from pytest's cache instead of trained."""
+        return self._names(REUSED, "run")
+
+    @property
+    def damaged(self) -> tuple[str, ...]:
+        """The cached runs found damaged, and so trained again."""
+        return self._names(DAMAGED, "run")
+
+    @property
+    def figures_reused(self) -> tuple[str, ...]:
+        return self._names(REUSED, "figure")
+
+    @property
+    def results_reused(self) -> tuple[str, ...]:
+        return self._names(REUSED, "result")
 
     def outcome(self, nodeid: str) -> str:
         return self.claims[nodeid].outcome if nodeid in self.claims else "not run"
@@ -63,11 +86,7 @@ class Record:
             "standing": dict(self.standing),
             "options": dict(self.options),
             "log": dict(self.log),
-            "trained": list(self.trained),
-            "reused": list(self.reused),
-            "damaged": list(self.damaged),
-            "figures reused": list(self.figures_reused),
-            "results reused": list(self.results_reused),
+            "events": [[e.what, e.kind, e.name] for e in self.events],
             "claims": {nodeid: _result_json(c) for nodeid, c in self.claims.items()},
             "citations": {nodeid: _result_json(c) for nodeid, c in self.citations.items()},
             "readings": {name: r.to_json() for name, r in self.readings.items()},
@@ -84,11 +103,7 @@ class Record:
             citations={nodeid: _result(c) for nodeid, c in data["citations"].items()},
             readings={name: Reading.from_json(r) for name, r in data["readings"].items()},
             tables={name: Table.from_json(t) for name, t in data["tables"].items()},
-            trained=tuple(data["trained"]),
-            reused=tuple(data["reused"]),
-            damaged=tuple(data["damaged"]),
-            figures_reused=tuple(data["figures reused"]),
-            results_reused=tuple(data.get("results reused", ())),
+            events=tuple(Event(*e) for e in data["events"]),
             platform=data["platform"],
             standing=data.get("standing", {}),
             options=data["options"],

@@ -48,7 +48,7 @@ from importlib import import_module, metadata
 from pathlib import Path
 from typing import Any
 
-from bnvg.store import Entry, Store, digest
+from bnvg.store import Entry, Memo, Store, digest
 
 NOT_SET = "(not set)"
 
@@ -255,32 +255,32 @@ def _ask_torch() -> dict[str, str]:
     }
 
 
-def kept_torch_facts(store: Store) -> dict[str, str] | None:
-    """torch's facts of this process as a process on this platform kept them in `store`,
-    or None: known without importing torch."""
-    entry = store.get(_torch_facts_key())
-    if isinstance(entry, Entry):
-        try:
-            found = json.loads(entry.content)
-        except ValueError:
-            return None
-        if isinstance(found, dict) and set(found) == set(TORCH_FACTS):
-            return {k: str(v) for k, v in found.items()}
-    return None
+def _facts_of(entry: Entry) -> dict[str, str]:
+    found = json.loads(entry.content)
+    if not isinstance(found, dict) or set(found) != set(TORCH_FACTS):
+        raise ValueError(f"not torch's facts: {found!r}")
+    return {k: str(v) for k, v in found.items()}
 
 
 def torch_facts(store: Store | None = None) -> dict[str, str]:
     """{"torch": "2.13.0+cpu", "cpu capability": "AVX2"} for this process. Importing torch
     only to ask costs a second, so the answer is kept in `store` (pytest's cache) under a key
     of what it depends on; without a store, torch is asked."""
-    if store is None:
-        return _ask_torch()
-    kept = kept_torch_facts(store)
-    if kept is not None:
-        return kept
-    facts = _ask_torch()
-    store.put(_torch_facts_key(), json.dumps(facts, sort_keys=True).encode(), {"what": "torch"})
+    facts = Memo(store, "torch facts").get(
+        "torch's facts",
+        _torch_facts_key(),
+        _ask_torch,
+        encode=lambda answer: json.dumps(answer, sort_keys=True).encode(),
+        decode=_facts_of,
+    )
+    assert facts is not None  # waiting for the lock always gives an answer
     return facts
+
+
+def kept_torch_facts(store: Store) -> dict[str, str] | None:
+    """torch's facts of this process as a process on this platform kept them in `store`,
+    or None: known without importing torch."""
+    return Memo(store, "torch facts").peek(_torch_facts_key(), _facts_of)
 
 
 # -- the platform ---------------------------------------------------------------------------

@@ -41,13 +41,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from filelock import Timeout
-
 from bnvg.experiment.config import DEEP_DEPTH, PLAIN, WORKSHOP, NetSpec, Workshop
 from bnvg.experiment.data import two_moons
 from bnvg.experiment.platform import THREADS, Platform, torch_facts
 from bnvg.experiment.results import History, TrainedRun
-from bnvg.store import Damaged, Entry, Store, digest, source_digest
+from bnvg.store import COMPUTED, Entry, Event, Memo, Store, digest, source_digest
 
 EXPERIMENT = Path(__file__).resolve().parent
 # The modules a training run executes; editing any other (the eval bug, the figures' data)
@@ -166,15 +164,6 @@ def session_threads() -> int:
     return torch.get_num_threads()
 
 
-@dataclass(frozen=True)
-class Reused:
-    """A run loaded from the store, and where and when it was trained."""
-
-    name: str
-    trained_at: str
-    platform: Mapping[str, str]
-
-
 def _to_bytes(run: TrainedRun) -> bytes:
     """The entry's content: the final weights (the history goes into its description, where
     a session reads it without torch)."""
@@ -211,28 +200,33 @@ def _from_entry(spec: RunSpec, entry: Entry, key: str) -> TrainedRun:
 class RunCache:
     """Trains each `RunSpec` at most once, and hands out the frozen result to every caller.
 
-    `store`: where finished runs are kept (None: in memory only). `session` names this
-    session; with `recompute`, only entries written in this session are used, so every run
-    is trained again once and shared between the session's processes. `on_event` is told
-    ("trained" | "reused" | "damaged", name, detail) of every run this process trained,
-    loaded, or found damaged.
+    `store`: where finished runs are kept (None: in memory only), through a `Memo` of kind
+    "run": `session` names this session, and with `recompute` only entries written in this
+    session are used, so every run is trained again once and shared between the session's
+    processes. `on_event` is told of every run this process trained ("computed"), loaded
+    ("reused", with the entry's description: when and on what it was trained) or found
+    damaged.
     """
 
     def __init__(
         self,
         workshop: Workshop = WORKSHOP,
         store: Store | None = None,
-        on_event: Callable[[str, str, Any], None] | None = None,
+        on_event: Callable[[Event], None] | None = None,
         session: str = "",
         recompute: bool = False,
         facts: Callable[[], Mapping[str, str]] | None = None,
     ) -> None:
         self.workshop = workshop
-        self.store = store
-        self.on_event = on_event or (lambda event, name, detail: None)
-        self.session = session
-        self.recompute = recompute
         self.trained: list[str] = []
+        told = on_event or (lambda event: None)
+
+        def note(event: Event) -> None:
+            if event.what == COMPUTED:
+                self.trained.append(event.name)
+            told(event)
+
+        self.memo = Memo(store, "run", recompute=recompute, session=session, on_event=note)
         self._done: dict[RunSpec, TrainedRun] = {}
         self._facts = facts or torch_facts
         self._where: dict[str, str] | None = None
@@ -253,7 +247,9 @@ class RunCache:
         if isinstance(spec, str):
             spec = run_named(spec)
         if spec not in self._done:
-            self._done[spec] = self._load_or_train(spec, name)
+            run = self._kept(spec, name, wait=True)
+            assert run is not None  # waiting for the lock always gives a run
+            self._done[spec] = run
         return self._done[spec]
 
     def prefetch(self, names: Sequence[str]) -> None:
@@ -261,66 +257,44 @@ class RunCache:
         sharing it has started yet; skip those another process is training.
 
         Workers that all call this split the work between them as they go (whoever is free
-        takes the next run), so they finish together even when one started late. The runs
-        are not loaded here: `get` loads them when a claim asks.
+        takes the next run), so they finish together even when one started late. A run
+        found kept is only described (its weights load when a claim asks for the network).
         """
-        if self.store is None:
+        if self.memo.store is None:
             return
         for name in sorted(names, key=lambda n: -estimated_seconds(run_named(n), self.workshop)):
             spec = run_named(name)
-            key = self.key(spec)
-            try:
-                with self.store.lock(key, timeout=0):
-                    if self._usable(key, name) is None:
-                        self._done[spec] = self._train_and_keep(spec, name, key)
-            except Timeout:
-                continue  # another process is training it
+            run = self._kept(spec, name, wait=False)  # None: another process is training it
+            if run is not None:
+                self._done[spec] = run
 
-    def _usable(self, key: str, name: str) -> Entry | None:
-        """The stored entry for `key` if this session may use it; a damaged one is reported."""
-        assert self.store is not None
-        found = self.store.get(key)
-        if isinstance(found, Damaged):
-            self.on_event("damaged", name, found.reason)
-            return None
-        if found is None or (self.recompute and found.about.get("session") != self.session):
-            return None
-        return found
+    def _kept(self, spec: RunSpec, name: str, wait: bool) -> TrainedRun | None:
+        """The run, loaded from the store or trained now and kept there."""
+        key = self.key(spec) if self.memo.store is not None else ""
 
-    def _train_and_keep(self, spec: RunSpec, name: str, key: str) -> TrainedRun:
-        from bnvg.experiment.train import train_run
+        def train() -> TrainedRun:
+            from bnvg.experiment.train import train_run
 
-        run = train_run(spec, two_moons(self.workshop), self.workshop)
-        self.trained.append(name)
-        self.on_event("trained", name, None)
-        if self.store is not None:
-            about = {
+            return replace(train_run(spec, two_moons(self.workshop), self.workshop), key=key)
+
+        def about(run: TrainedRun) -> dict[str, Any]:
+            return {
                 "run": name,
                 "inputs": run_inputs(spec, self.workshop, self.where),
                 "trained at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
                 "platform": self.where,
-                "session": self.session,
                 "history": _history_json(run.history),
             }
-            self.store.put(key, _to_bytes(run), about)
-        return replace(run, key=key)
 
-    def _load_or_train(self, spec: RunSpec, name: str) -> TrainedRun:
-        if self.store is None:
-            return self._train_and_keep(spec, name, "")
-        key = self.key(spec)
-        # One process trains; the others block on the lock, then find the entry.
-        with self.store.lock(key):
-            entry = self._usable(key, name)
-            if entry is None:
-                return self._train_and_keep(spec, name, key)
-        run = _from_entry(spec, entry, key)
-        if entry.about.get("session") != self.session:
-            detail = Reused(
-                name, str(entry.about.get("trained at")), entry.about.get("platform", {})
-            )
-            self.on_event("reused", name, detail)
-        return run
+        return self.memo.get(
+            name,
+            key,
+            train,
+            encode=_to_bytes,
+            decode=lambda entry: _from_entry(spec, entry, key),
+            about=about,
+            wait=wait,
+        )
 
 
 def _name_of(spec: RunSpec) -> str:

@@ -26,7 +26,6 @@ import json
 import pickle
 import platform
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -37,18 +36,19 @@ import pytest
 from bnvg.evidence.tables import Table, history_table
 from bnvg.experiment.results import TrainedRun
 from bnvg.plugin.options import (
+    EVENTS,
     LINE,
-    RUN_EVENTS,
     RUNS_FOLDER,
     UPDATE_COMMAND,
     fragility,
     owned_keys,
     process_facts,
+    session_id,
     settings,
     standing,
 )
 from bnvg.plugin.quoting import NumberSnapshots, Quoted, damage, extension_for
-from bnvg.store import Damaged, Entry, Store, digest, replacing, source_digest
+from bnvg.store import Entry, Memo, Store, digest, replacing, source_digest
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
@@ -243,17 +243,17 @@ def run_cache(
     them up front, each taking the next untrained run, longest first. Without pytest's cache
     the workers share a folder of the session's temporary directory instead.
     """
-    import uuid
+    from bnvg.experiment.runs import RunCache
+    from bnvg.store import REUSED, Event
 
-    from bnvg.experiment.runs import Reused, RunCache
-    from bnvg.store import Store
+    events = pytestconfig.stash[EVENTS]
 
-    events = pytestconfig.stash[RUN_EVENTS]
-
-    def note(event: str, name: str, detail: Any) -> None:
-        if isinstance(detail, Reused):
-            detail = {"trained at": detail.trained_at, "platform": dict(detail.platform)}
-        events.append((event, name, detail))
+    def note(event: Event) -> None:
+        if event.what == REUSED:  # when and on what it was trained, for the summary
+            about = event.detail
+            kept = {"trained at": about.get("trained at"), "platform": about.get("platform")}
+            event = Event(event.what, event.kind, event.name, kept)
+        events.append(event)
 
     worker = getattr(pytestconfig, "workerinput", None)
     pytest_cache = getattr(pytestconfig, "cache", None)  # None under -p no:cacheprovider
@@ -270,7 +270,7 @@ def run_cache(
         workshop,
         store=store,
         on_event=note,
-        session=worker["testrunuid"] if worker else uuid.uuid4().hex,
+        session=session_id(pytestconfig),
         recompute=s.recompute,
         facts=lambda: process_facts(pytestconfig),  # read from pytest's cache: no torch
     )
@@ -327,20 +327,12 @@ SOURCES = (*sorted((PACKAGE / "experiment").glob("*.py")), PACKAGE / "figures" /
 
 
 class Computed:
-    """Results by name, each computed at most once per key and kept in `store` (None: in
-    memory only). `inputs`: what every result depends on besides its name."""
+    """Results by name, each computed at most once per key and kept by `memo` (a `Memo` of
+    kind "result"). `inputs`: what every result depends on besides its name."""
 
-    def __init__(
-        self,
-        store: Store | None,
-        inputs: Mapping[str, str],
-        recompute: bool,
-        on_event: Callable[[str, str, Any], None],
-    ) -> None:
-        self.store = store
+    def __init__(self, memo: Memo, inputs: Mapping[str, str]) -> None:
+        self.memo = memo
         self.inputs = dict(inputs)
-        self.recompute = recompute
-        self.on_event = on_event
         self._done: dict[str, Any] = {}
 
     def key(self, name: str) -> str:
@@ -348,33 +340,16 @@ class Computed:
 
     def get(self, name: str, compute: Callable[[], T]) -> T:
         """The result `name`: kept from before, or computed now by `compute()` and kept."""
-        if name in self._done:
-            return self._done[name]  # type: ignore[no-any-return]
-        value = self._load_or_compute(name, compute)
-        self._done[name] = value
-        return value
-
-    def _load_or_compute(self, name: str, compute: Callable[[], T]) -> T:
-        if self.store is None:
-            return compute()
-        key = self.key(name)
-        with self.store.lock(key):
-            found = None if self.recompute else self.store.get(key)
-            if isinstance(found, Entry):
-                try:
-                    value: T = pickle.loads(found.content)
-                except Exception as error:  # a class that moved or changed: compute anew
-                    self.on_event("result damaged", name, f"{type(error).__name__}: {error}")
-                else:
-                    self.on_event("result reused", name, None)
-                    return value
-            elif isinstance(found, Damaged):
-                self.on_event("result damaged", name, found.reason)
-            value = compute()
-            when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-            about = {"result": name, "computed at": when, "inputs": self.inputs}
-            self.store.put(key, pickle.dumps(value, protocol=5), about)
-            return value
+        if name not in self._done:
+            self._done[name] = self.memo.get(
+                name,
+                self.key(name),
+                compute,
+                encode=lambda value: pickle.dumps(value, protocol=5),
+                decode=lambda entry: pickle.loads(entry.content),
+                about=lambda value: {"inputs": self.inputs},
+            )
+        return self._done[name]  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="session")
@@ -382,18 +357,19 @@ def computed(pytestconfig: pytest.Config, run_cache: Any) -> Computed:
     """This session's computed results (see the module's docstring)."""
     pytest_cache = getattr(pytestconfig, "cache", None)
     store = Store(pytest_cache.mkdir(RESULTS_FOLDER)) if pytest_cache is not None else None
-    events = pytestconfig.stash[RUN_EVENTS]
+    memo = Memo(
+        store,
+        "result",
+        recompute=settings(pytestconfig).recompute,
+        session=session_id(pytestconfig),
+        on_event=pytestconfig.stash[EVENTS].append,
+    )
     inputs = {
         "source": source_digest(SOURCES),
         "workshop": repr(run_cache.workshop),
         **run_cache.where,
     }
-    return Computed(
-        store,
-        inputs,
-        settings(pytestconfig).recompute,
-        lambda event, name, detail: events.append((event, name, detail)),
-    )
+    return Computed(memo, inputs)
 
 
 # -- figures: checked, drawn or reused ------------------------------------------------------
@@ -437,10 +413,9 @@ class Figure:
     """Where a claim draws its figure, and the checks around drawing it: the numbers it
     plots against their snapshot before, a real PNG after."""
 
-    def __init__(self, request: pytest.FixtureRequest, folder: Path, store: Store | None) -> None:
+    def __init__(self, request: pytest.FixtureRequest, folder: Path, memo: Memo) -> None:
         self.folder = folder
-        self._config = request.config
-        self._store = store
+        self._memo = memo
         self._numbers = NumberSnapshots(
             request, settings(request.config), fragility(request.config)
         )
@@ -457,24 +432,21 @@ class Figure:
         __tracebackhide__ = True
         key = digest(name, source_digest([DRAWING_CODE]), *RENDERER, *fingerprint(inputs))
         path = self.folder / name
-        found = (
-            self._store.get(key) if self._store and not settings(self._config).recompute else None
-        )
-        events = self._config.stash[RUN_EVENTS]
-        if isinstance(found, Entry):
-            if not path.exists() or path.read_bytes() != found.content:
-                with replacing(path) as tmp:
-                    tmp.write_bytes(found.content)
-            events.append(("figure reused", name, None))
-            return self.saved(path)
-        if isinstance(found, Damaged):
-            events.append(("figure damaged", name, found.reason))
-        import bnvg.figures.draw as draw
 
-        drawn = getattr(draw, name.removesuffix(".png"))(*inputs, self.folder)
-        if self._store is not None:
-            when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-            self._store.put(key, drawn.read_bytes(), {"figure": name, "drawn at": when})
+        def draw() -> Path:
+            import bnvg.figures.draw as drawing
+
+            drawn: Path = getattr(drawing, name.removesuffix(".png"))(*inputs, self.folder)
+            return drawn
+
+        def copy(entry: Entry) -> Path:
+            if not path.exists() or path.read_bytes() != entry.content:
+                with replacing(path) as tmp:
+                    tmp.write_bytes(entry.content)
+            return path
+
+        drawn = self._memo.get(name, key, draw, encode=lambda png: png.read_bytes(), decode=copy)
+        assert drawn is not None  # waiting for the lock always gives a drawing
         return self.saved(drawn)
 
     def saved(self, path: Path) -> Path:
@@ -496,14 +468,19 @@ def diagrams_dir(pytestconfig: pytest.Config) -> Path:
 
 
 @pytest.fixture(scope="session")
-def figure_store(pytestconfig: pytest.Config) -> Store | None:
-    """Drawings kept in pytest's cache folder, or None under -p no:cacheprovider."""
+def drawings(pytestconfig: pytest.Config) -> Memo:
+    """Drawings kept in pytest's cache folder (drawn every time under -p no:cacheprovider)."""
     pytest_cache = getattr(pytestconfig, "cache", None)
-    return Store(pytest_cache.mkdir(FIGURES_FOLDER)) if pytest_cache is not None else None
+    store = Store(pytest_cache.mkdir(FIGURES_FOLDER)) if pytest_cache is not None else None
+    return Memo(
+        store,
+        "figure",
+        recompute=settings(pytestconfig).recompute,
+        session=session_id(pytestconfig),
+        on_event=pytestconfig.stash[EVENTS].append,
+    )
 
 
 @pytest.fixture
-def figure(
-    request: pytest.FixtureRequest, diagrams_dir: Path, figure_store: Store | None
-) -> Figure:
-    return Figure(request, diagrams_dir, figure_store)
+def figure(request: pytest.FixtureRequest, diagrams_dir: Path, drawings: Memo) -> Figure:
+    return Figure(request, diagrams_dir, drawings)

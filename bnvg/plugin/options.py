@@ -29,10 +29,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -44,7 +44,7 @@ from bnvg.experiment import platform
 from bnvg.experiment.platform import Platform, torch_facts
 from bnvg.log.layout import claimed_keys
 from bnvg.places import Places
-from bnvg.store import Store
+from bnvg.store import Event, Store
 
 # -- options and settings -------------------------------------------------------------------
 UPDATE_COMMAND = "pytest claims/ --snapshot-update"
@@ -262,7 +262,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "evidence: the claim reads the sweep's own tables, so the sweep does not judge it per seed",
     )
-    config.stash[RUN_EVENTS] = []
+    config.stash[EVENTS] = []
     threads = config.getoption("bnvg_torch_threads")
     if threads < 1:
         raise pytest.UsageError(f"--torch-threads must be at least 1, got {threads}")
@@ -490,10 +490,21 @@ def sentence_of(item: pytest.Item) -> str:
 
 
 # -- what each process did with the results kept in pytest's cache --------------------------
-# ("trained" | "reused" | "damaged", run name, detail), ("figure reused" | "figure damaged",
-# figure name, detail) or ("result reused" | "result damaged", result name, detail); an xdist
-# worker ships its list to the controller (`bnvg.plugin.session`).
-RUN_EVENTS = pytest.StashKey[list[tuple[str, str, Any]]]()
+# One list of `Event`s (a run, a computed result or a figure: computed, reused or found
+# damaged); an xdist worker ships its list to the controller (`bnvg.plugin.session`).
+EVENTS = pytest.StashKey[list[Event]]()
+SESSION_ID = pytest.StashKey[str]()
+
+
+def session_id(config: pytest.Config) -> str:
+    """This session's name, shared by its xdist workers: what a `Memo` writes into the
+    entries it keeps, so that --recompute computes each result once per session."""
+    if SESSION_ID not in config.stash:
+        worker = getattr(config, "workerinput", None)
+        config.stash[SESSION_ID] = str(worker["testrunuid"]) if worker else uuid.uuid4().hex
+    return config.stash[SESSION_ID]
+
+
 RUNS_FOLDER = "bnvg-runs"  # trained runs, in pytest's cache folder
 
 

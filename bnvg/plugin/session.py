@@ -39,12 +39,12 @@ from bnvg.log.readings import Reading
 from bnvg.plugin.options import (
     CITATION,
     DRIFT,
+    EVENTS,
     LINE,
     NOTE,
     NUMBERS_FILE,
     OWNS,
     READINGS,
-    RUN_EVENTS,
     SENTENCE,
     SETTINGS,
     STORED,
@@ -65,7 +65,7 @@ from bnvg.plugin.options import (
     standing,
 )
 from bnvg.plugin.reports import render_claims_report
-from bnvg.store import atomic_write, relative
+from bnvg.store import COMPUTED, DAMAGED, REUSED, Event, atomic_write, relative
 
 
 # -- what the controller learns of each claim -----------------------------------------------
@@ -255,7 +255,7 @@ def write_log(path: Path, log: LogAssembly, n_claims: int, rootdir: Path) -> str
 
 # -- the controller -------------------------------------------------------------------------
 PLATFORM_OUTPUT = "bnvg_platform"  # the platform an xdist worker computed on
-EVENTS_OUTPUT = "bnvg_run_events"  # what it trained, reused or found damaged (RUN_EVENTS)
+EVENTS_OUTPUT = "bnvg_events"  # what it computed, reused or found damaged (EVENTS)
 STANDING_OUTPUT = "bnvg_standing"  # where that platform stands with the evidence
 
 
@@ -292,20 +292,28 @@ class Controller:
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         """An xdist worker finished: add the runs it trained and the platform it used."""
         output = getattr(node, "workeroutput", {})
-        self.config.stash[RUN_EVENTS].extend(tuple(e) for e in output.get(EVENTS_OUTPUT, []))
+        self.config.stash[EVENTS].extend(Event(*e) for e in output.get(EVENTS_OUTPUT, []))
         if self.platform is None and output.get(PLATFORM_OUTPUT):
             self.platform = Platform.from_json(output[PLATFORM_OUTPUT])
         self.standing = self.standing or dict(output.get(STANDING_OUTPUT, {}))
 
-    def _runs(self, event: str) -> list[tuple[str, Any]]:
-        """(name, detail) of every run with `event` this session, in any process."""
-        events: list[tuple[str, str, Any]] = self.config.stash[RUN_EVENTS]
-        return [(name, detail) for what, name, detail in events if what == event]
+    def _all_events(self) -> list[Event]:
+        """What every process of this session did with the results it keeps."""
+        return self.config.stash[EVENTS]
+
+    def _events(self, what: str, kind: str) -> list[Event]:
+        """Every `what` ("computed", "reused", "damaged") of a `kind` this session, in any
+        process."""
+        return [e for e in self._all_events() if e.what == what and e.kind == kind]
+
+    def _names(self, what: str, kind: str) -> list[str]:
+        """Their names, each once (every xdist worker loads what it needs)."""
+        return list(dict.fromkeys(e.name for e in self._events(what, kind)))
 
     @property
     def trained(self) -> list[str]:
         """The runs trained this session, by this process and every xdist worker."""
-        return [name for name, _ in self._runs("trained")]
+        return [e.name for e in self._events(COMPUTED, "run")]
 
     @property
     def claim_outcomes(self) -> dict[str, ClaimOutcome]:
@@ -411,11 +419,7 @@ class Controller:
             citations={nodeid: _result(c) for nodeid, c in self.claims.items() if c.citation},
             readings=readings,
             tables=tables,
-            trained=tuple(self.trained),
-            reused=tuple(dict.fromkeys(name for name, _ in self._runs("reused"))),
-            damaged=tuple(dict.fromkeys(name for name, _ in self._runs("damaged"))),
-            figures_reused=tuple(dict.fromkeys(n for n, _ in self._runs("figure reused"))),
-            results_reused=tuple(dict.fromkeys(n for n, _ in self._runs("result reused"))),
+            events=tuple(self._all_events()),
             platform=self.platform.to_json() if self.platform else {},
             standing=self.standing,
             options={
@@ -444,16 +448,15 @@ class Controller:
         trained = self.trained
         if trained:
             write(f"trained {len(trained)} networks this session: " + "; ".join(trained))
-        for name, reason in self._runs("damaged"):
-            write(f"the cached run {name!r} was damaged ({reason}): trained again")
-        for name, reason in self._runs("figure damaged"):
-            write(f"the cached drawing of {name} was damaged ({reason}): drawn again")
+        for kind, again in (("run", "trained"), ("result", "computed"), ("figure", "drawn")):
+            for e in self._events(DAMAGED, kind):
+                write(f"the cached {kind} {e.name!r} was damaged ({e.detail}): {again} again")
         reused: dict[str, list[str]] = {}
-        for name, detail in self._runs("reused"):  # each xdist worker loads what it needs
-            where = Platform.from_json(detail["platform"]).describe()
-            names = reused.setdefault(f"trained {detail['trained at']} with {where}", [])
-            if name not in names:
-                names.append(name)
+        for e in self._events(REUSED, "run"):  # each xdist worker loads what it needs
+            where = Platform.from_json(e.detail["platform"]).describe()
+            names = reused.setdefault(f"trained {e.detail['trained at']} with {where}", [])
+            if e.name not in names:
+                names.append(e.name)
         for when, names in reused.items():
             networks = "network" if len(names) == 1 else "networks"
             write(
@@ -461,9 +464,7 @@ class Controller:
                 + "; ".join(names)
                 + ". --recompute trains them again"
             )
-        for name, reason in self._runs("result damaged"):
-            write(f"the cached result {name!r} was damaged ({reason}): computed again")
-        results = dict.fromkeys(name for name, _ in self._runs("result reused"))
+        results = self._names(REUSED, "result")
         if results:
             # "init gradient ratio (depth=8, norm=none, act=sigmoid)" and its kind: said once.
             kinds = Counter(name.split(" (")[0] for name in results)
@@ -472,7 +473,7 @@ class Controller:
                 f"reused {len(results)} results computed earlier by the same code on this "
                 f"platform, from pytest's cache: {said}. --recompute computes them again"
             )
-        figures = dict.fromkeys(name for name, _ in self._runs("figure reused"))
+        figures = self._names(REUSED, "figure")
         if figures:
             write(
                 f"reused {len(figures)} figures drawn earlier from the same numbers by the same "
@@ -589,7 +590,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         s = settings(config)
         output = config.workeroutput  # type: ignore[attr-defined]
         output[PLATFORM_OUTPUT] = process_platform(config).to_json()
-        output[EVENTS_OUTPUT] = config.stash[RUN_EVENTS]
+        # Plain tuples: xdist ships only built-in types.
+        output[EVENTS_OUTPUT] = [(e.what, e.kind, e.name, e.detail) for e in config.stash[EVENTS]]
         if not s.update:
             output[STANDING_OUTPUT] = _standing_of(config)
 

@@ -93,13 +93,7 @@ def _seeds(e: ReadingEvidence) -> str:
 def _holds(e: ReadingEvidence) -> str:
     if e.bound is None:
         return ""
-    parts = []
-    groups = (("sampler", "minibatch orders"), ("init", "starting weights"))
-    for group, what in (*groups, ("platforms", "platforms")):
-        counts = e.holds_in(group)
-        if counts and counts[1] > 1:
-            parts.append(f"{counts[0]} of {counts[1]} {what}")
-    return f"{e.bound}: " + ", ".join(parts)
+    return f"{e.bound}: " + ", ".join(f"{r.k} of {r.n} {what}" for what, r in e.how_often())
 
 
 def render_fragility(fragility: Fragility, sections: Mapping[int, str]) -> str:
