@@ -79,6 +79,9 @@ def test_changing_one_stored_reading_fails_exactly_the_claim_that_owns_it_naming
             "FAILED claims/test_s5_geometric_decay.py::test_factor_per_layer_compounds_over_4_and_10_layers?0.25?*",
         ]
     )
+    assert (
+        "  line 60, S5 factor 0.25, left at the deep depth: 9.61e-07 -> 9.54e-07 (" in result.stdout.str()
+    )
 
 
 def test_the_update_command_restores_both_libraries_files(project):
@@ -86,9 +89,20 @@ def test_the_update_command_restores_both_libraries_files(project):
     originals = numbers.read_text(), text.read_text()
     numbers.write_text(originals[0].replace("9.5367431640625e-07", "9.61e-07"))
     text.write_text(originals[1].replace("-> 9.54e-07", "-> 9.61e-07"))
-    run(project, "--snapshot-update").assert_outcomes(passed=6)
+    update = run(project, "--snapshot-update")
+    update.assert_outcomes(passed=6)
     assert (numbers.read_text(), text.read_text()) == originals
-    run(project).assert_outcomes(passed=6)
+    # The update says what a reader of the log will see change, by line, old -> new.
+    update.stdout.fnmatch_lines(
+        [
+            "*1 quoted number moved*",
+            "recorded in the snapshots now: the text must quote the new values",
+            "  line 60, S5 factor 0.25, left at the deep depth: 9.61e-07 -> 9.54e-07 (*)",
+        ]
+    )
+    again = run(project)
+    again.assert_outcomes(passed=6)
+    assert "quoted number" not in again.stdout.str()  # nothing moved since
 
 
 def test_a_changed_point_of_a_figures_data_names_the_row_and_the_column(project):

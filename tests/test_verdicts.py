@@ -7,7 +7,16 @@ import pytest
 
 from bnvg.evidence.fragility import EMPTY, from_document
 from bnvg.evidence.tables import Table, history_table, slug
-from bnvg.evidence.verdicts import HELD, NEW, REFERENCE, Standing, compare_readings, compare_table
+from bnvg.evidence.verdicts import (
+    HELD,
+    NEW,
+    REFERENCE,
+    Moved,
+    Standing,
+    compare_readings,
+    compare_table,
+    moved_readings,
+)
 from bnvg.log.readings import LOSS, PERCENT, RATIO, STEP, STEP_SPEC, Quantity, Reading
 
 LOSS_Q = Quantity("final train loss", LOSS, ".4f")
@@ -193,3 +202,13 @@ def test_an_unknown_standing_is_refused_naming_the_valid_ones():
 )
 def test_file_names_are_slugs_of_what_they_store(name, slugged):
     assert slug(name) == slugged
+
+
+def test_what_moved_is_every_reading_printed_otherwise_than_its_snapshot_whatever_the_platform():
+    """What a reader of the log would see change: 0.0053 -> 0.0079 moved; a difference below
+    the printed precision did not; a reading with no snapshot yet is no move."""
+    here = [reading(0.00789), reading(3015.3, TIMES, "S4 plain ratio"), reading(0.5, key="S6 x")]
+    stored = {BN_LOSS: 0.0053, RATIO_NAME: 3015.2}
+    [moved] = moved_readings(here, stored, {**LINES, "S6 x": 67}, fragile_loss())
+    assert moved.describe() == f"line 66, {BN_LOSS}: 0.0053 -> 0.0079 (fragile)"
+    assert Moved.from_json(moved.to_json()) == moved

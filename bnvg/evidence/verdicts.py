@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -166,6 +167,59 @@ def compare_readings(
             line = line_of[reading.key]
             where = standing.compared_with if exact else "snapshot"
             out.append(Difference(reading, compared, line, evidence, drift, where))
+    return out
+
+
+@dataclass(frozen=True)
+class Moved:
+    """A reading whose printed value is not the snapshot's: what a reader of the log would
+    see change (`51.5 -> 48.5`), whatever it means on this platform."""
+
+    reading: Reading  # as computed here
+    before: float  # the snapshot's value, at full precision
+    line: int
+    status: str  # robust, fragile, unstable, or no evidence
+
+    @property
+    def printed_before(self) -> str:
+        return self.reading.with_value(self.reading.value_from_float(self.before)).printed
+
+    def describe(self) -> str:
+        """'line 65, S6 plain, final test accuracy: 51.5 -> 48.5 (robust)'."""
+        return (
+            f"line {self.line}, {self.reading.name}: {self.printed_before} -> "
+            f"{self.reading.printed} ({self.status})"
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "reading": self.reading.to_json(),
+            "before": self.before,
+            "line": self.line,
+            "status": self.status,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Moved:
+        reading = Reading.from_json(data["reading"])
+        return cls(reading, float(data["before"]), int(data["line"]), str(data["status"]))
+
+
+def moved_readings(
+    here: Sequence[Reading],
+    stored: Mapping[str, float],
+    line_of: Mapping[str, int],
+    fragility: Fragility,
+) -> list[Moved]:
+    """The readings of `here` that print otherwise than their snapshot (`stored`, by name)."""
+    out = []
+    for reading in here:
+        if reading.name not in stored:
+            continue
+        before = reading.with_value(reading.value_from_float(stored[reading.name]))
+        if before.printed != reading.printed:
+            status = status_of(fragility.reading(reading.name))
+            out.append(Moved(reading, stored[reading.name], line_of[reading.key], status))
     return out
 
 

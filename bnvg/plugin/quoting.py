@@ -41,13 +41,21 @@ from syrupy.extensions.amber import AmberSnapshotExtension
 
 from bnvg.evidence.fragility import Fragility
 from bnvg.evidence.tables import Table, slug
-from bnvg.evidence.verdicts import REFERENCE, Difference, Standing, compare_readings, compare_table
+from bnvg.evidence.verdicts import (
+    REFERENCE,
+    Difference,
+    Standing,
+    compare_readings,
+    compare_table,
+    moved_readings,
+)
 from bnvg.log.layout import LogLine, line_named, line_number
 from bnvg.log.readings import Bound, Reading
 from bnvg.places import Places
 from bnvg.plugin.options import (
     DRIFT,
     LINE,
+    MOVED,
     NUMBERS_FILE,
     READINGS,
     STORED,
@@ -325,12 +333,14 @@ class Quoted:
             pytest.fail(message, pytrace=False)
         if self._settings.update:
             if readings:  # a line that prints no number (a figure's) has no numbers to store
+                self._say_moved(readings, flat, self._stored_if_any())
                 self._numbers.store_readings(readings)
             assert self._snapshot == _texts(flat)
             self._hand_over(flat, [])
             return
         stored = self._stored(flat)
         self._item.user_properties.append((STORED, stored))
+        self._say_moved(readings, flat, stored)
         differences = compare_readings(
             readings,
             stored,
@@ -429,6 +439,23 @@ class Quoted:
                 pytrace=False,
             )
         return stored
+
+    def _stored_if_any(self) -> dict[str, float]:
+        """This claim's stored readings, or none (a claim recorded for the first time)."""
+        try:
+            return self._numbers.stored_readings()
+        except NumbersSnapshotError:
+            return {}
+
+    def _say_moved(
+        self, readings: Sequence[Reading], lines: list[LogLine], stored: Mapping[str, float]
+    ) -> None:
+        """Record the readings that print otherwise than their snapshot: what a reader of
+        the log would see change, said by the session whatever it means here."""
+        line_of = {line.key: line_number(line.key) for line in lines}
+        moved = moved_readings(readings, stored, line_of, self._fragility)
+        if moved:
+            self._item.user_properties.append((MOVED, [m.to_json() for m in moved]))
 
     def _differs(self, failures: list[Difference]) -> str:
         numbers = "\n".join(f"  {d.describe()}" for d in failures)

@@ -138,6 +138,19 @@ def render_claims_report(
         "travels between platforms (robust, fragile, or unstable: luck of the draw); and how "
         "often its claim's bound holds over the seeds the sweep ran.",
     ]
+    moved = sorted(
+        {m.reading.name: m for c in claims.values() for m in c.moved.values()}.values(),
+        key=lambda m: (m.line, m.reading.name),
+    )
+    if moved:
+        out += [
+            "",
+            "## What moved",
+            "",
+            "Every quoted number printed otherwise than its snapshot, by log line:",
+            "",
+            *(f"- {_cell(m.describe())}" for m in moved),
+        ]
     by_section: dict[str, list[str]] = {}
     for nodeid in sorted(claims, key=lambda n: (_position(claims[n]), n)):
         by_section.setdefault(_section_of(nodeid, claims[nodeid]), []).append(nodeid)

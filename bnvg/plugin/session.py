@@ -32,7 +32,7 @@ from bnvg.evidence.citations import CitedLine
 from bnvg.evidence.fragments import FragmentStore, seed_variant_name, short
 from bnvg.evidence.record import ClaimResult, Record
 from bnvg.evidence.tables import Table
-from bnvg.evidence.verdicts import HELD, NEW, REFERENCE
+from bnvg.evidence.verdicts import HELD, NEW, REFERENCE, Moved
 from bnvg.experiment.platform import Platform
 from bnvg.log.layout import LogLine, fixed_lines, layout
 from bnvg.log.readings import Reading
@@ -41,6 +41,7 @@ from bnvg.plugin.options import (
     DRIFT,
     EVENTS,
     LINE,
+    MOVED,
     NOTE,
     NUMBERS_FILE,
     OWNS,
@@ -80,6 +81,7 @@ class ClaimOutcome:
     tables: dict[str, Table] = field(default_factory=dict)
     numbers_files: set[str] = field(default_factory=set)
     drift: list[str] = field(default_factory=list)
+    moved: dict[str, Moved] = field(default_factory=dict)  # by reading name
     notes: list[str] = field(default_factory=list)
     sentence: str = ""
     failed: bool = False
@@ -163,7 +165,14 @@ def _note(claim: ClaimOutcome, value: object) -> None:
         claim.notes.append(str(value))
 
 
+def _moved(claim: ClaimOutcome, value: object) -> None:
+    for data in cast("Iterable[Mapping[str, Any]]", value):
+        moved = Moved.from_json(data)
+        claim.moved[moved.reading.name] = moved
+
+
 _ADD = {
+    MOVED: _moved,
     NOTE: _note,
     OWNS: _owns,
     SENTENCE: _sentence,
@@ -370,6 +379,7 @@ class Controller:
         before = reference_identity(self.settings)
         now = Platform.from_json(computed_on.identity())
         if before is not None and before.identity() == now.identity():
+            self.summary.append(f"the reference identity is unchanged ({now.id})")
             return
         environment = json.dumps(now.identity(), indent=2, sort_keys=True) + "\n"
         atomic_write(self.settings.places.environment, environment)
@@ -479,6 +489,7 @@ class Controller:
                 f"reused {len(figures)} figures drawn earlier from the same numbers by the same "
                 "code (copied from pytest's cache; --recompute draws them again)"
             )
+        self._say_moved(terminalreporter)
         self._say_platform(terminalreporter)
         notes = list(dict.fromkeys(n for c in self.claims.values() for n in c.notes))
         if notes:
@@ -487,6 +498,30 @@ class Controller:
                 write(line)
             write("Other seeds are another experiment: these say how general a lesson is, not")
             write("what the cited line prints (snapshots/evidence/robustness.md has every claim).")
+
+    @property
+    def moved(self) -> list[Moved]:
+        """Every reading that prints otherwise than its snapshot, in log order."""
+        found = {m.reading.name: m for c in self.claim_outcomes.values() for m in c.moved.values()}
+        return sorted(found.values(), key=lambda m: (m.line, m.reading.name))
+
+    def _say_moved(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """What a reader of the log will see change: every reading printed otherwise than
+        its snapshot, by log line, old -> new (an update records them; a run fails or
+        drifts on them, as its platform says)."""
+        moved = self.moved
+        if not moved:
+            return
+        n = len(moved)
+        terminalreporter.write_sep("-", f"{n} quoted number{'s' if n > 1 else ''} moved")
+        terminalreporter.write_line(
+            "recorded in the snapshots now: the text must quote the new values"
+            if self.settings.update
+            else "computed here, not as the snapshots print them (judged above as failures "
+            "or drift, by where this run computed):"
+        )
+        for m in moved:
+            terminalreporter.write_line(f"  {m.describe()}")
 
     def _say_platform(self, terminalreporter: pytest.TerminalReporter) -> None:
         """Where this run computed, what it was compared with, and what drifted."""
