@@ -80,7 +80,8 @@ def test_changing_one_stored_reading_fails_exactly_the_claim_that_owns_it_naming
         ]
     )
     assert (
-        "  line 60, S5 factor 0.25, left at the deep depth: 9.61e-07 -> 9.54e-07 (" in result.stdout.str()
+        "  line 60, S5 factor 0.25, left at the deep depth: 9.61e-07 -> 9.54e-07 ("
+        in result.stdout.str()
     )
 
 
