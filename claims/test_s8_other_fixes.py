@@ -15,6 +15,8 @@ from bnvg.log.readings import above, at_least, below
 RUN_OF = {"plain sigmoid": "plain", **{name: name for name in S8_VARIANTS[1:]}}
 FIXES = ("batch norm", "ReLU", "Xavier init", "residual")
 LAYER_NORM_ACCURACY = "S8 layer norm, final test accuracy"
+# The fixes that reach 90% whatever the minibatch order here (layer norm does only sometimes).
+FIXES_THAT_WORK = ("batch norm", "ReLU", "Xavier init", "residual")
 
 
 def row(name, runs, init_ratio):
@@ -85,12 +87,28 @@ def test_layer_norm_raises_the_init_gradient_ratio_8x_over_the_plain_net(runs, i
 
 @pytest.mark.runs(*(RUN_OF[name] for name in S8_VARIANTS))
 @pytest.mark.log_lines("plot variants_accuracy.png")
-def test_variants_accuracy_figure_is_drawn(runs, figure, quoted):
-    """Figure: "Every fix works; the plain sigmoid net does not", one bar per variant."""
-    final = series.variants_accuracy(
-        {name: runs.get(RUN_OF[name]).history.final_acc for name in S8_VARIANTS}
-    )
+def test_variants_accuracy_figure_is_drawn(runs, figure, quoted, fragility_table):
+    """Figure: one bar per variant, titled as the script titles it: "Every fix works; the
+    plain sigmoid net does not". Asserted as it holds: the plain net stays below 90%, and
+    batch norm, ReLU, Xavier init and residual reach it; layer norm reaches it only sometimes
+    (51.5% at the workshop's seeds here), so "every fix works" does not hold as written, and
+    the session says so with how often layer norm reaches 90%."""
+    percent = {name: runs.get(RUN_OF[name]).history.final_acc * 100 for name in S8_VARIANTS}
+    final = series.variants_accuracy({name: p / 100 for name, p in percent.items()})
     figure.check(final)
+    evidence = fragility_table.reading(LAYER_NORM_ACCURACY)
+    how_often = evidence.what_holds() if evidence is not None else "no evidence for this experiment"
+    figure.title(
+        "variants_accuracy.png",
+        "Every fix works; the plain sigmoid net does not",
+        holds={
+            "the plain sigmoid net stays below 90%": percent["plain sigmoid"] < 90,
+            **{f"{fix} reaches 90%": percent[fix] >= 90 for fix in FIXES_THAT_WORK},
+        },
+        sometimes={
+            "layer norm reaches 90%": f"{percent['layer norm']:.1f}% here; {how_often}",
+        },
+    )
     figure.draw("variants_accuracy.png", final)
     quoted.lines(fill.plot_saved("variants_accuracy.png"))
 

@@ -260,3 +260,35 @@ def test_only_a_run_of_the_claims_alone_counts_as_one_a_warm_cache_runs_in_one_p
     assert only_claims(pytester.parseconfig("claims/test_x.py::test_y"))
     assert not only_claims(pytester.parseconfig("claims", "tests"))
     assert not only_claims(pytester.parseconfig("tests"))
+
+
+def test_a_figures_title_is_asserted_as_stated_and_a_part_that_holds_sometimes_is_named(
+    pytester,
+):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(
+        test_titles=textwrap.dedent("""
+        def test_title_holds(figure):
+            figure.title(
+                "bars.png",
+                "Every fix works",
+                holds={"batch norm reaches 90%": True},
+                sometimes={"layer norm reaches 90%": "51.5% here; at least 90 in 16 of 33"},
+            )
+
+        def test_title_broken(figure):
+            figure.title("bars.png", "Every fix works", holds={"ReLU reaches 90%": False})
+        """)
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_title_broken: the title of bars.png, 'Every fix works', does not hold here: "
+            "ReLU reaches 90%",
+            "*figures whose titles hold only in part*",
+            "bars.png: 'Every fix works'",
+            "  holds: batch norm reaches 90%",
+            "  only sometimes: layer norm reaches 90% (51.5% here; at least 90 in 16 of 33)",
+        ]
+    )

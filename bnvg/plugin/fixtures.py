@@ -39,6 +39,7 @@ from bnvg.plugin.options import (
     EVENTS,
     LINE,
     RUNS_FOLDER,
+    TITLE,
     UPDATE_COMMAND,
     fragility,
     owned_keys,
@@ -416,9 +417,37 @@ class Figure:
     def __init__(self, request: pytest.FixtureRequest, folder: Path, memo: Memo) -> None:
         self.folder = folder
         self._memo = memo
+        self._item = request.node
         self._numbers = NumberSnapshots(
             request, settings(request.config), fragility(request.config)
         )
+
+    def title(
+        self,
+        name: str,
+        text: str,
+        holds: Mapping[str, bool],
+        sometimes: Mapping[str, str] | None = None,
+    ) -> None:
+        """A figure's title is a sentence too: assert each part of it that `holds` (by what
+        it says of what: {"the plain net stays below 90%": plain < 90, ...}); a part that holds
+        only `sometimes` is not asserted, and the session names it with how often it holds
+        ({"layer norm reaches 90%": "51.5% here; at least 90 in 16 of 33 orders"})."""
+        __tracebackhide__ = True
+        broken = [part for part, held in holds.items() if not held]
+        if broken:
+            pytest.fail(
+                f"{self._item.nodeid}: the title of {name}, {text!r}, does not hold here: "
+                + "; ".join(broken),
+                pytrace=False,
+            )
+        said = {
+            "figure": name,
+            "title": text,
+            "holds": list(holds),
+            **{"sometimes": dict(sometimes or {})},
+        }
+        self._item.user_properties.append((TITLE, said))
 
     def check(self, *tables: Table) -> None:
         """Compare the numbers the figure plots with their snapshot."""

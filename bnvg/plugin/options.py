@@ -476,6 +476,7 @@ STORED = "bnvg stored"  # the stored values of a claim's readings, by name
 TABLE = "bnvg table"  # a stored table this claim checked (Table as JSON)
 NUMBERS_FILE = "bnvg numbers file"  # a numbers snapshot file the claim read or wrote
 DRIFT = "bnvg drift"  # one drifted number, described for people
+TITLE = "bnvg title"  # what a figure's title states, and which parts hold only sometimes
 MOVED = "bnvg moved"  # readings printed otherwise than their snapshot (Moved as JSON)
 NOTE = "bnvg note"  # how a cited lesson holds over other seeds (a citation's, never a failure)
 CITATION = "bnvg citation"  # set by a citation of the workshop's Markdown, not a claim

@@ -50,6 +50,7 @@ from bnvg.plugin.options import (
     SETTINGS,
     STORED,
     TABLE,
+    TITLE,
     UPDATE_COMMAND,
     Settings,
     committed_fragility,
@@ -83,6 +84,7 @@ class ClaimOutcome:
     drift: list[str] = field(default_factory=list)
     moved: dict[str, Moved] = field(default_factory=dict)  # by reading name
     notes: list[str] = field(default_factory=list)
+    titles: list[dict[str, Any]] = field(default_factory=list)  # what its figures' titles state
     sentence: str = ""
     failed: bool = False
     passed: bool = False
@@ -171,7 +173,14 @@ def _moved(claim: ClaimOutcome, value: object) -> None:
         claim.moved[moved.reading.name] = moved
 
 
+def _title(claim: ClaimOutcome, value: object) -> None:
+    title = dict(cast("Mapping[str, Any]", value))
+    if title not in claim.titles:  # every report of the claim (setup, call, ...) carries it
+        claim.titles.append(title)
+
+
 _ADD = {
+    TITLE: _title,
     MOVED: _moved,
     NOTE: _note,
     OWNS: _owns,
@@ -490,6 +499,7 @@ class Controller:
                 "code (copied from pytest's cache; --recompute draws them again)"
             )
         self._say_moved(terminalreporter)
+        self._say_titles(terminalreporter)
         self._say_platform(terminalreporter)
         notes = list(dict.fromkeys(n for c in self.claims.values() for n in c.notes))
         if notes:
@@ -498,6 +508,19 @@ class Controller:
                 write(line)
             write("Other seeds are another experiment: these say how general a lesson is, not")
             write("what the cited line prints (snapshots/evidence/robustness.md has every claim).")
+
+    def _say_titles(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """A figure's title that holds only in part: which part, and how often it holds."""
+        partial = [t for c in self.claim_outcomes.values() for t in c.titles if t["sometimes"]]
+        if not partial:
+            return
+        terminalreporter.write_sep("-", "figures whose titles hold only in part")
+        for t in partial:
+            terminalreporter.write_line(f"{t['figure']}: {t['title']!r}")
+            for part in t["holds"]:
+                terminalreporter.write_line(f"  holds: {part}")
+            for part, how in t["sometimes"].items():
+                terminalreporter.write_line(f"  only sometimes: {part} ({how})")
 
     @property
     def moved(self) -> list[Moved]:
