@@ -57,23 +57,11 @@ class Record:
         """The runs trained this session (once each, across processes)."""
         return tuple(e.name for e in self.events if (e.what, e.kind) == (COMPUTED, "run"))
 
-    @property
-    def reused(self) -> tuple[str, ...]:
-        """The runs loaded from pytest's cache instead of trained."""
-        return self._names(REUSED, "run")
-
-    @property
-    def damaged(self) -> tuple[str, ...]:
-        """The cached runs found damaged, and so trained again."""
-        return self._names(DAMAGED, "run")
-
-    @property
-    def figures_reused(self) -> tuple[str, ...]:
-        return self._names(REUSED, "figure")
-
-    @property
-    def results_reused(self) -> tuple[str, ...]:
-        return self._names(REUSED, "result")
+    # The session's other views of its events, each name once.
+    reused = property(lambda self: self._names(REUSED, "run"))  # loaded, not trained
+    damaged = property(lambda self: self._names(DAMAGED, "run"))  # found damaged, trained again
+    figures_reused = property(lambda self: self._names(REUSED, "figure"))
+    results_reused = property(lambda self: self._names(REUSED, "result"))
 
     def outcome(self, nodeid: str) -> str:
         return self.claims[nodeid].outcome if nodeid in self.claims else "not run"
