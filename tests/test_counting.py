@@ -44,8 +44,9 @@ def test_a_claim_that_fails_after_quoting_still_records_its_readings(pytester, m
 
 
 def test_pytest_regressions_itself_fails_when_handed_a_changed_number(pytester, monkeypatch):
-    """Its file says 800; the run computes 801. bnvg's own check, by name, speaks first; the
-    pytest-regressions check behind it is handed 801, not the stored 800, and fails too."""
+    """Its file says 800; the run computes 801. bnvg's own check, by name, speaks first; under
+    --strict-numbers the pytest-regressions check behind it is handed 801, not the stored
+    800, and fails too."""
     suite(pytester, monkeypatch)
     monkeypatch.setenv("SPLIT_TRAIN", "801")
     result = pytester.runpytest("-p", "no:randomly")
@@ -55,6 +56,7 @@ def test_pytest_regressions_itself_fails_when_handed_a_changed_number(pytester, 
     from bnvg.plugin import quoting
 
     monkeypatch.setattr(quoting, "compare_readings", lambda *args, **kwargs: [])
-    result = pytester.runpytest_inprocess("-p", "no:randomly")  # the patch reaches in-process runs
+    # The patch reaches in-process runs; --strict-numbers hands the numbers to pytest-regressions.
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "--strict-numbers")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*Values are not sufficiently close*"])

@@ -15,7 +15,8 @@ libraries each keep their own folder:
   itself, so a difference is told by name and judged by where this run computes
   (`bnvg.evidence.verdicts`): exactly on the reference and on a platform the evidence holds;
   on a new one a robust reading must print the same and anything else that moved is drift.
-  Off the reference pytest-regressions is not asked: its files hold the reference's numbers.
+  pytest-regressions writes its files (`--snapshot-update`) and compares them a second time
+  under `--strict-numbers`; a normal run is judged by this module's comparison alone.
 
 A normal run never writes a snapshot: a missing file fails its claim with the update command.
 Files are replaced atomically, so an interrupted update leaves every file whole. Bounds that
@@ -42,7 +43,6 @@ from syrupy.extensions.amber import AmberSnapshotExtension
 from bnvg.evidence.fragility import Fragility
 from bnvg.evidence.tables import Table, slug
 from bnvg.evidence.verdicts import (
-    REFERENCE,
     Difference,
     Standing,
     compare_readings,
@@ -194,14 +194,17 @@ class NumberSnapshots:
         return standing(self._request.config)
 
     def _checked_by_regressions(self) -> bool:
-        """Whether pytest-regressions compares this run's numbers with its files: under
-        --snapshot-update (it writes them), and where its files are this platform's own."""
+        """Whether pytest-regressions is handed this run's numbers: under --snapshot-update
+        (it writes its files) and under --strict-numbers (it compares them too). Otherwise
+        bnvg's own comparison, by name and exact on the reference, has already judged every
+        number against the same files; a second, pandas-based pass would only cost a warm
+        run half its time."""
         s = self._settings
-        return s.update or s.strict or self.standing.kind == REFERENCE
+        return s.update or s.strict
 
     def store_readings(self, readings: Sequence[Reading]) -> None:
         """Hand the readings computed here to pytest-regressions: written under
-        --snapshot-update, compared exactly on the reference platform."""
+        --snapshot-update, compared again under --strict-numbers."""
         self._regression(
             self.readings_name,
             "reading",
