@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from bnvg.experiment.data import points_inside_the_other_class
 from bnvg.figures import series
 from bnvg.log import fill
 from bnvg.log.readings import at_least, below, exactly
@@ -35,8 +36,21 @@ def test_input_features_have_std_0_890_and_0_511(data, quoted):
 
 @pytest.mark.log_lines("plot two_moons.png")
 def test_two_moons_figure_is_drawn(data, figure, quoted):
-    """Figure: "The two-moons task: no straight line separates these"."""
+    """Figure: "The two-moons task: no straight line separates these", its title asserted
+    with a certificate: points of each moon lie strictly inside the other moon's convex hull,
+    and a separating line would leave each hull wholly on its own side."""
     points = series.two_moons(data)
     figure.check(points)
+    upper_in_lower, lower_in_upper = points_inside_the_other_class(data)
+    figure.title(
+        "two_moons.png",
+        "The two-moons task: no straight line separates these",
+        holds={
+            f"{upper_in_lower} upper-moon points lie inside the lower moon's convex hull, "
+            f"{lower_in_upper} lower-moon points inside the upper's": upper_in_lower
+            + lower_in_upper
+            > 0
+        },
+    )
     figure.draw("two_moons.png", points)
     quoted.lines(fill.plot_saved("two_moons.png"))

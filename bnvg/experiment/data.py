@@ -92,3 +92,51 @@ def two_moons(workshop: Workshop = WORKSHOP) -> TwoMoons:
     X.flags.writeable = False
     y.flags.writeable = False
     return TwoMoons(X=X, y=y, n_train=workshop.n_train)
+
+
+# -- why no straight line separates the moons ------------------------------------------------
+
+
+def convex_hull(points: npt.NDArray[np.floating]) -> npt.NDArray[np.float64]:
+    """The vertices of the points' convex hull, counter-clockwise (Andrew's monotone chain)."""
+    pts = sorted({(float(x), float(y)) for x, y in points})
+
+    def cross(o: tuple[float, float], a: tuple[float, float], b: tuple[float, float]) -> float:
+        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+
+    lower: list[tuple[float, float]] = []
+    upper: list[tuple[float, float]] = []
+    for p in pts:
+        while len(lower) >= 2 and cross(lower[-2], lower[-1], p) <= 0:
+            lower.pop()
+        lower.append(p)
+    for p in reversed(pts):
+        while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0:
+            upper.pop()
+        upper.append(p)
+    return np.asarray(lower[:-1] + upper[:-1], dtype=np.float64).reshape(-1, 2)
+
+
+def inside_hull(
+    hull: npt.NDArray[np.float64], points: npt.NDArray[np.floating]
+) -> npt.NDArray[np.bool_]:
+    """Which points lie strictly inside a convex hull given counter-clockwise: left of every
+    edge (a hull of fewer than three corners has no inside)."""
+    if len(hull) < 3:
+        return np.zeros(len(points), dtype=bool)
+    edge = np.roll(hull, -1, axis=0) - hull  # each edge, from its corner in `hull`
+    p = np.asarray(points, dtype=np.float64)[:, None, :] - hull  # (n, corners, 2)
+    cross = edge[:, 0] * p[..., 1] - edge[:, 1] * p[..., 0]
+    return np.asarray((cross > 0).all(axis=1))
+
+
+def points_inside_the_other_class(data: TwoMoons) -> tuple[int, int]:
+    """(points of class 0 inside the convex hull of class 1, and the other way round). A
+    straight line that separated the classes would leave each class's hull wholly on its own
+    side, so one such point is a certificate that no straight line separates them."""
+    X, y = data.X, data.y
+    zero, one = X[y == 0], X[y == 1]
+    return (
+        int(inside_hull(convex_hull(one), zero).sum()),
+        int(inside_hull(convex_hull(zero), one).sum()),
+    )
