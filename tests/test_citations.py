@@ -283,3 +283,36 @@ def test_the_3015x_headline_holds_for_line_40_with_a_note_on_other_starting_weig
             "14 of 14 platforms",
         ]
     )
+
+
+def test_coverage_names_the_lines_cited_never_cited_and_cited_but_unverified():
+    from bnvg.evidence.citations import coverage
+
+    lines = {
+        40: CitedLine(40, "ratio", ()),
+        41: CitedLine(41, "[not verified]", verified=False),
+        65: CitedLine(65, "plain", ()),
+    }
+    found = coverage([40, 41, 40, 99], lines, claim_lines=[38, 39, 40, 41, 65])
+    assert (found.cited, found.never, found.unverified) == ((40, 41, 99), (38, 39, 65), (41, 99))
+    assert found.describe() == [
+        "the text cites 3 lines of the log: 40-41, 99",
+        "it never cites 3 lines the claims verify: 38-39, 65",
+        "it cites 2 lines no passing claim verified this session: 41, 99",
+    ]
+
+
+def test_a_workshop_run_says_which_lines_the_text_cites_and_which_it_never_does(workshop):
+    result = workshop("""
+        The ratio is 3015x smaller (line 40), and batch norm ends at 100.0% (line 66).
+        """)
+    result.stdout.fnmatch_lines(
+        [
+            "*what the text cites*",
+            "the text cites 2 lines of the log: 40, 66",
+            "it never cites * lines the claims verify: *",
+            # The suite's claims write only the lines of CITED: every other claim line is
+            # unverified here, and none of those is cited.
+            "it cites 0 lines no passing claim verified this session",
+        ]
+    )

@@ -34,7 +34,7 @@ its failure.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bnvg.evidence.fragility import Fragility, ReadingEvidence, Seen, version_key
@@ -352,3 +352,51 @@ def _seen_prints(evidence: ReadingEvidence) -> str:
         return ""
     prints = sorted({evidence.reference.printed, *(s.printed for s in evidence.platforms.values())})
     return ", the platforms print " + " or ".join(prints)
+
+
+# -- coverage both ways ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Which lines of the log the workshop's text cites, which it never cites, and which it
+    cites that no passing claim verified this session."""
+
+    cited: tuple[int, ...]
+    never: tuple[int, ...]  # claim lines no citation names
+    unverified: tuple[int, ...]  # cited lines whose claim failed or did not run
+
+    def describe(self) -> list[str]:
+        """The coverage, for people: three lines."""
+        return [
+            f"the text cites {len(self.cited)} lines of the log: {_ranges(self.cited)}",
+            f"it never cites {len(self.never)} lines the claims verify: {_ranges(self.never)}",
+            f"it cites {len(self.unverified)} lines no passing claim verified this session"
+            + (f": {_ranges(self.unverified)}" if self.unverified else ""),
+        ]
+
+
+def coverage(
+    cited: Iterable[int], lines: Mapping[int, CitedLine], claim_lines: Iterable[int]
+) -> Coverage:
+    """The coverage of citations of `cited` line numbers, against this session's log
+    (`lines`) and the lines claims write (`claim_lines`)."""
+    named = sorted(set(cited))
+    return Coverage(
+        cited=tuple(named),
+        never=tuple(sorted(set(claim_lines) - set(named))),
+        unverified=tuple(n for n in named if n not in lines or not lines[n].verified),
+    )
+
+
+def _ranges(numbers: Sequence[int]) -> str:
+    """ "10-16, 25, 29": consecutive numbers as ranges."""
+    if not numbers:
+        return "none"
+    spans: list[list[int]] = []
+    for n in numbers:
+        if spans and n == spans[-1][-1] + 1:
+            spans[-1].append(n)
+        else:
+            spans.append([n])
+    return ", ".join(f"{s[0]}-{s[-1]}" if len(s) > 1 else str(s[0]) for s in spans)

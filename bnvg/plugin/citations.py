@@ -14,7 +14,7 @@ import pytest
 
 from bnvg.evidence.citations import Citation, check, find_citations
 from bnvg.log.layout import context_of
-from bnvg.plugin.options import CITATION, DRIFT, NOTE, fragility, settings
+from bnvg.plugin.options import CITATION, CITED, DRIFT, NOTE, fragility, settings
 from bnvg.store import relative
 
 
@@ -49,6 +49,7 @@ class CitationItem(pytest.Item):
         super().__init__(**kwargs)
         self.citation = citation
         self.user_properties.append((CITATION, True))
+        self.user_properties.append((CITED, list(citation.lines)))
 
     def runtest(self) -> None:
         from bnvg.plugin.session import CONTROLLER

@@ -479,6 +479,7 @@ DRIFT = "bnvg drift"  # one drifted number, described for people
 TITLE = "bnvg title"  # what a figure's title states, and which parts hold only sometimes
 MOVED = "bnvg moved"  # readings printed otherwise than their snapshot (Moved as JSON)
 NOTE = "bnvg note"  # how a cited lesson holds over other seeds (a citation's, never a failure)
+CITED = "bnvg cited"  # the log lines a citation names
 CITATION = "bnvg citation"  # set by a citation of the workshop's Markdown, not a claim
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
+from bnvg.evidence.citations import Coverage
 from bnvg.evidence.fragility import Fragility
 from bnvg.experiment.platform import Platform
 from bnvg.log.layout import PublishedLogError, line_number, read_published, section_headings
@@ -104,6 +105,7 @@ def render_claims_report(
     invocation: Sequence[str],
     fragility: Fragility,
     stale: bool = False,
+    cited: Coverage | None = None,
 ) -> str:
     """The report. `fragility`: the sweep's table of this experiment (empty when `stale`:
     the committed one measured another experiment)."""
@@ -151,6 +153,8 @@ def render_claims_report(
             "",
             *(f"- {_cell(m.describe())}" for m in moved),
         ]
+    if cited is not None:
+        out += ["", "## What the text cites", "", *(f"- {line}" for line in cited.describe())]
     by_section: dict[str, list[str]] = {}
     for nodeid in sorted(claims, key=lambda n: (_position(claims[n]), n)):
         by_section.setdefault(_section_of(nodeid, claims[nodeid]), []).append(nodeid)

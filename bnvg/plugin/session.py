@@ -28,16 +28,17 @@ from typing import Any, cast
 
 import pytest
 
-from bnvg.evidence.citations import CitedLine
+from bnvg.evidence.citations import CitedLine, Coverage, coverage
 from bnvg.evidence.fragments import FragmentStore, seed_variant_name, short
 from bnvg.evidence.record import ClaimResult, Record
 from bnvg.evidence.tables import Table
 from bnvg.evidence.verdicts import HELD, NEW, REFERENCE, Moved
 from bnvg.experiment.platform import Platform
-from bnvg.log.layout import LogLine, fixed_lines, layout
+from bnvg.log.layout import LogLine, claimed_keys, fixed_lines, layout, line_number
 from bnvg.log.readings import Reading
 from bnvg.plugin.options import (
     CITATION,
+    CITED,
     DRIFT,
     EVENTS,
     LINE,
@@ -85,6 +86,7 @@ class ClaimOutcome:
     moved: dict[str, Moved] = field(default_factory=dict)  # by reading name
     notes: list[str] = field(default_factory=list)
     titles: list[dict[str, Any]] = field(default_factory=list)  # what its figures' titles state
+    cited: tuple[int, ...] = ()  # a citation's: the log lines it names
     sentence: str = ""
     failed: bool = False
     passed: bool = False
@@ -173,6 +175,10 @@ def _moved(claim: ClaimOutcome, value: object) -> None:
         claim.moved[moved.reading.name] = moved
 
 
+def _cited(claim: ClaimOutcome, value: object) -> None:
+    claim.cited = tuple(int(n) for n in cast("Iterable[int]", value))
+
+
 def _title(claim: ClaimOutcome, value: object) -> None:
     title = dict(cast("Mapping[str, Any]", value))
     if title not in claim.titles:  # every report of the claim (setup, call, ...) carries it
@@ -180,6 +186,7 @@ def _title(claim: ClaimOutcome, value: object) -> None:
 
 
 _ADD = {
+    CITED: _cited,
     TITLE: _title,
     MOVED: _moved,
     NOTE: _note,
@@ -374,7 +381,15 @@ class Controller:
             invocation = self.config.invocation_params.args
             stale = evidence_is_stale(self.config)
             text = render_claims_report(
-                claims, self.log, s, root, self.platform, invocation, fragility(self.config), stale
+                claims,
+                self.log,
+                s,
+                root,
+                self.platform,
+                invocation,
+                fragility(self.config),
+                stale,
+                self.coverage(),
             )
             atomic_write(s.claims_report, text)
             self.summary.append(f"wrote the claims report {relative(s.claims_report, root)}")
@@ -499,6 +514,7 @@ class Controller:
                 "code (copied from pytest's cache; --recompute draws them again)"
             )
         self._say_moved(terminalreporter)
+        self._say_coverage(terminalreporter)
         self._say_titles(terminalreporter)
         self._say_platform(terminalreporter)
         notes = list(dict.fromkeys(n for c in self.claims.values() for n in c.notes))
@@ -521,6 +537,24 @@ class Controller:
                 terminalreporter.write_line(f"  holds: {part}")
             for part, how in t["sometimes"].items():
                 terminalreporter.write_line(f"  only sometimes: {part} ({how})")
+
+    def coverage(self) -> Coverage | None:
+        """With --workshop: the lines the text cites, those it never cites, and cited lines
+        no passing claim verified (None without citations, or without a log)."""
+        citations = [c for c in self.claims.values() if c.citation and c.ran]
+        if not citations or self.log is None:
+            return None
+        claim_lines = [line_number(key) for key in claimed_keys()]
+        cited = [n for c in citations for n in c.cited]
+        return coverage(cited, self.log.lines, claim_lines)
+
+    def _say_coverage(self, terminalreporter: pytest.TerminalReporter) -> None:
+        found = self.coverage()
+        if found is None:
+            return
+        terminalreporter.write_sep("-", "what the text cites")
+        for line in found.describe():
+            terminalreporter.write_line(line)
 
     @property
     def moved(self) -> list[Moved]:
