@@ -262,3 +262,60 @@ def test_a_claim_whose_bound_fails_says_which_reading_and_what_it_asserts(projec
             "*S5 factor 0.5, left at the deep depth: 9.77e-04, but the claim says below 1e-09 (log line 59)"
         ]
     )
+
+
+NEW_SENTENCE = '''"""A sentence of its own about the S4 plain table."""
+
+from bnvg.log import fill
+from bnvg.log.readings import below
+
+
+def test_the_plain_backward_signal_loses_80_percent_or_more_per_layer(at_init, quoted):
+    """Every backward shrink factor of the plain net is below 0.2 (line 41)."""
+    line = fill.at_init_shrink("plain", at_init["plain"])
+    quoted.bound(line, holds={r.label: below(0.2) for r in line.readings})
+'''
+
+
+@pytest.fixture
+def new_sentence(pytester, monkeypatch):
+    """A scratch project holding the plugin and, in a file of its own, a new claim that bounds
+    line 41, which the S4 claims own (S4's own module is left out: its lines need not run)."""
+    for name in [n for n in os.environ if n.startswith("PYTEST_XDIST")]:
+        monkeypatch.delenv(name)
+    shutil.copy(ROOT / "conftest.py", pytester.path / "conftest.py")
+    (pytester.path / "claims").mkdir()
+    (pytester.path / "claims" / "test_new_sentence.py").write_text(NEW_SENTENCE)
+    (pytester.path / "snapshots").mkdir()
+    shutil.copy(ROOT / "snapshots" / "environment.json", pytester.path / "snapshots")
+    return pytester
+
+
+def test_a_new_sentence_bounds_a_line_another_claim_owns_in_one_file(new_sentence, tmp_path):
+    """It records nothing until asked, then its numbers are snapshotted under its own name,
+    it passes, the log keeps the line its owner's, and its outcome is what the sweep counts."""
+    import json
+
+    from bnvg.evidence.fragments import Variant, from_record
+    from bnvg.evidence.record import Record
+
+    first = run(new_sentence)
+    first.assert_outcomes(failed=1)
+    first.stdout.fnmatch_lines(["*no snapshot is stored for this claim*--snapshot-update -k*"])
+    run(new_sentence, "--snapshot-update").assert_outcomes(passed=1)
+    stored = (
+        new_sentence.path
+        / "snapshots/numbers/claims/test_new_sentence"
+        / "test_the_plain_backward_signal_loses_80_percent_or_more_per_layer.csv"
+    )
+    assert stored.read_text().startswith('reading,value\n"S4 plain shrink, ||dL/dh_1||')
+    assert not (new_sentence.path / "snapshots" / "text").exists()  # it quotes no line's text
+    record_path = tmp_path / "record.json"
+    run(new_sentence, f"--record={record_path}").assert_outcomes(passed=1)
+    record = Record.load(record_path)
+    nodeid = "claims/test_new_sentence.py::test_the_plain_backward_signal_loses_80_percent_or_more_per_layer"
+    assert record.claims[nodeid].outcome == "passed" and record.claims[nodeid].lines == ()
+    assert "S4 plain shrink, ||dL/dh_1|| / ||dL/dh_2||" not in record.readings  # its owner's
+    fragment = from_record(Variant("init-seed-1", "init", seed=1), record, "experiment")
+    assert fragment.claims[nodeid] == "passed"  # what robustness.json counts, seed by seed
+    assert json.loads(json.dumps(fragment.to_json()))["claims"][nodeid] == "passed"

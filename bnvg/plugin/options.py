@@ -471,6 +471,7 @@ def standing(config: pytest.Config) -> Standing:
 OWNS = "bnvg owns"  # the log line keys a claim owns (set at setup)
 SENTENCE = "bnvg sentence"  # what the claim verifies: its docstring's first paragraph
 LINE = "bnvg line"  # one verified log line (LogLine as JSON)
+BOUNDED = "bnvg bounded"  # readings of lines another claim owns, bounded by this one
 READINGS = "bnvg readings"  # readings computed, verified or not (for the record)
 STORED = "bnvg stored"  # the stored values of a claim's readings, by name
 TABLE = "bnvg table"  # a stored table this claim checked (Table as JSON)

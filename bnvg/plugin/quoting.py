@@ -53,6 +53,7 @@ from bnvg.log.layout import LogLine, line_named, line_number
 from bnvg.log.readings import Bound, Reading
 from bnvg.places import Places
 from bnvg.plugin.options import (
+    BOUNDED,
     DRIFT,
     LINE,
     MOVED,
@@ -308,11 +309,49 @@ class Quoted:
         self, request: pytest.FixtureRequest, settings: Settings, fragility: Fragility
     ) -> None:
         self._item = request.node
-        self._snapshot = request.getfixturevalue("snapshot")
+        self._request = request
         self._settings = settings
         self._fragility = fragility
         self._numbers = NumberSnapshots(request, settings, fragility)
         self._owns = owned_keys(self._item)
+
+    @property
+    def _snapshot(self) -> Any:
+        """syrupy's snapshot of this claim (asked for only by a claim that quotes lines)."""
+        return self._request.getfixturevalue("snapshot")
+
+    def bound(
+        self,
+        *lines: LogLine | Sequence[LogLine],
+        holds: Mapping[str, Bound] | None = None,
+        sometimes: Mapping[str, Bound] | None = None,
+    ) -> None:
+        """Assert `holds` of readings of lines another claim owns (and quotes): a new
+        sentence about numbers the log already prints. The readings are recorded and
+        checked against this claim's own numbers snapshot, as any claim's are, so the sweep
+        counts it; the lines stay their owner's, in the text and in the log."""
+        __tracebackhide__ = True
+        flat = self._bounded(_flatten(lines), holds or {}, sometimes or {}, own=False)
+        readings = [r for line in flat for r in line.readings]
+        self._item.user_properties.append((BOUNDED, [r.to_json() for r in readings]))
+        self._assert_bounds(readings)
+        if self._settings.update:
+            self._say_moved(readings, flat, self._stored_if_any())
+            self._numbers.store_readings(readings)
+            return
+        stored = self._stored(flat, text=False)
+        self._item.user_properties.append((STORED, stored))
+        self._say_moved(readings, flat, stored)
+        line_of = {line.key: line_number(line.key) for line in flat}
+        differences = compare_readings(
+            readings, stored, line_of, self._fragility, self._numbers.standing
+        )
+        failures = [d for d in differences if not d.drift]
+        if failures:
+            pytest.fail(self._differs(failures), pytrace=False)
+        self._numbers.store_readings(readings)
+        for d in differences:
+            self._item.user_properties.append((DRIFT, d.describe()))
 
     def lines(
         self,
@@ -326,14 +365,7 @@ class Quoted:
         readings = [r for line in flat for r in line.readings]
         # Recorded before any check: the sweep needs the values of a claim that fails too.
         self._item.user_properties.append((READINGS, [r.to_json() for r in readings]))
-        broken = [
-            f"  {r.name}: {r.printed}, but the claim says {r.bound} (log line {line_number(r.key)})"
-            for r in readings
-            if r.bound is not None and not r.sometimes and not r.bound.holds(r.value)
-        ]
-        if broken:
-            message = f"{self._item.nodeid}: the claim does not hold\n" + "\n".join(broken)
-            pytest.fail(message, pytrace=False)
+        self._assert_bounds(readings)
         if self._settings.update:
             if readings:  # a line that prints no number (a figure's) has no numbers to store
                 self._say_moved(readings, flat, self._stored_if_any())
@@ -376,14 +408,27 @@ class Quoted:
         self._hand_over(flat, [d for d in differences if d.drift])
 
     # -- steps -------------------------------------------------------------------------------
+    def _assert_bounds(self, readings: Sequence[Reading]) -> None:
+        """Fail naming every reading whose bound (not a `sometimes` one) does not hold."""
+        __tracebackhide__ = True
+        broken = [
+            f"  {r.name}: {r.printed}, but the claim says {r.bound} (log line {line_number(r.key)})"
+            for r in readings
+            if r.bound is not None and not r.sometimes and not r.bound.holds(r.value)
+        ]
+        if broken:
+            message = f"{self._item.nodeid}: the claim does not hold\n" + "\n".join(broken)
+            pytest.fail(message, pytrace=False)
+
     def _bounded(
         self,
         lines: list[LogLine],
         holds: Mapping[str, Bound],
         sometimes: Mapping[str, Bound],
+        own: bool = True,
     ) -> list[LogLine]:
         for line in lines:
-            if line.key not in self._owns:
+            if own and line.key not in self._owns:
                 raise pytest.UsageError(
                     f"{self._item.nodeid} quotes log line {line.key!r} but its log_lines "
                     f"mark declares only {list(self._owns)}"
@@ -399,15 +444,16 @@ class Quoted:
             )
         return [line.bounded(holds).bounded(sometimes, sometimes=True) for line in lines]
 
-    def _stored(self, lines: list[LogLine]) -> dict[str, float]:
-        """The stored readings of this claim; fails once, naming what is missing, if there
-        is no snapshot for it yet."""
+    def _stored(self, lines: list[LogLine], text: bool = True) -> dict[str, float]:
+        """The stored readings of this claim (and, with `text`, its text snapshot); fails
+        once, naming what is missing, if there is no snapshot for it yet."""
         __tracebackhide__ = True
         missing: list[str] = []
         damaged: list[str] = []
-        s = self._snapshot
+        s = self._snapshot if text else None
         try:
-            s.session.recall_snapshot(s.extension, s.test_location, s.index)
+            if s is not None:
+                s.session.recall_snapshot(s.extension, s.test_location, s.index)
         except SnapshotDoesNotExist:
             shown = self._settings.places.text_snapshot(self._item.path)
             missing.append(f"{shown.relative_to(self._settings.places.root)} has no entry for it")

@@ -190,7 +190,8 @@ def _claim(
     ]
     for drift in claim.drift:
         out.append(f"- drift: {drift}")
-    readings = [r for r in claim.readings.values() if r.kind.name != "setting"]
+    quoted = {**claim.readings, **claim.bounded}
+    readings = [r for r in quoted.values() if r.kind.name != "setting"]
     if readings:
         out += [
             "",

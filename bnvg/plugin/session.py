@@ -37,6 +37,7 @@ from bnvg.experiment.platform import Platform
 from bnvg.log.layout import LogLine, claimed_keys, fixed_lines, layout, line_number
 from bnvg.log.readings import Reading
 from bnvg.plugin.options import (
+    BOUNDED,
     CITATION,
     CITED,
     DRIFT,
@@ -79,6 +80,9 @@ class ClaimOutcome:
     owns: tuple[str, ...] = ()
     lines: dict[str, LogLine] = field(default_factory=dict)
     readings: dict[str, Reading] = field(default_factory=dict)
+    # Readings of lines another claim owns, bounded by this one: shown with the claim, but
+    # the record keeps each reading as its owner computed and bounded it.
+    bounded: dict[str, Reading] = field(default_factory=dict)
     stored: dict[str, float] = field(default_factory=dict)
     tables: dict[str, Table] = field(default_factory=dict)
     numbers_files: set[str] = field(default_factory=set)
@@ -175,6 +179,12 @@ def _moved(claim: ClaimOutcome, value: object) -> None:
         claim.moved[moved.reading.name] = moved
 
 
+def _bounded(claim: ClaimOutcome, value: object) -> None:
+    for data in cast("Iterable[Mapping[str, Any]]", value):
+        reading = Reading.from_json(data)
+        claim.bounded[reading.name] = reading
+
+
 def _cited(claim: ClaimOutcome, value: object) -> None:
     claim.cited = tuple(int(n) for n in cast("Iterable[int]", value))
 
@@ -186,6 +196,7 @@ def _title(claim: ClaimOutcome, value: object) -> None:
 
 
 _ADD = {
+    BOUNDED: _bounded,
     CITED: _cited,
     TITLE: _title,
     MOVED: _moved,
