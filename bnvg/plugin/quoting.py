@@ -310,15 +310,21 @@ class Quoted:
     ) -> None:
         self._item = request.node
         self._request = request
+        self._owns = owned_keys(self._item)
+        # A claim that quotes lines asks for syrupy's snapshot now, at setup: a missing or
+        # damaged text snapshot fails it before any work. One that only bounds others' lines
+        # has no text of its own.
+        self._text = request.getfixturevalue("snapshot") if self._owns else None
         self._settings = settings
         self._fragility = fragility
         self._numbers = NumberSnapshots(request, settings, fragility)
-        self._owns = owned_keys(self._item)
 
     @property
     def _snapshot(self) -> Any:
-        """syrupy's snapshot of this claim (asked for only by a claim that quotes lines)."""
-        return self._request.getfixturevalue("snapshot")
+        """syrupy's snapshot of this claim."""
+        if self._text is None:
+            self._text = self._request.getfixturevalue("snapshot")
+        return self._text
 
     def bound(
         self,
