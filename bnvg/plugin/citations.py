@@ -79,4 +79,11 @@ class CitationItem(pytest.Item):
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, self.citation.md_line - 1, f"citation of results.log {self.name}"
+        cited = ", ".join(str(n) for n in self.citation.lines)
+        where = f"{self.citation.path}:{self.citation.md_line}"
+        plural = "s" if len(self.citation.lines) > 1 else ""
+        return (
+            self.path,
+            self.citation.md_line - 1,
+            f"{where}, citing results.log line{plural} {cited}",
+        )
