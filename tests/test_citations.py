@@ -256,7 +256,7 @@ def test_a_fragile_number_no_platform_prints_fails(workshop):
         [
             "text/module2.md:1: quotes 85.0 for 'S9 train mode, batches of 2, test accuracy': "
             "here 69.5 (fragile, the platforms print 69.5 or 71.5); no torch release here prints "
-            "85.0 (each prints 69.5)"
+            '85.0 (each prints 69.5); every platform supports "between 69.5 and 71.5"'
         ]
     )
 
@@ -314,5 +314,49 @@ def test_a_workshop_run_says_which_lines_the_text_cites_and_which_it_never_does(
             # The suite's claims write only the lines of CITED: every other claim line is
             # unverified here, and none of those is cited.
             "it cites 0 lines no passing claim verified this session",
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "The loss ends between 0.005 and 0.011 (line 66).",
+        "The loss ends at 0.005\u20130.011 (line 66).",
+    ],
+)
+def test_a_range_is_read_as_one_quote(prose):
+    [c] = find_citations("m.md", prose)
+    assert c.quoted == ("0.005..0.011",)
+
+
+def test_a_hyphen_joins_names_not_a_range():
+    [c] = find_citations("m.md", "The layer-1 gradient is 3.99e-02 (line 38).")
+    assert c.quoted == ("3.99e-02",)
+
+
+def test_a_fragile_number_only_the_published_log_printed_says_so_and_what_holds(workshop):
+    result = workshop("With batch norm the loss falls to 0.0053 (line 66).\n")
+    result.assert_outcomes(passed=len(CITED), failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "text/module2.md:1: quotes 0.0053 for 'S6 batch norm, final train loss': here 0.0079 "
+            "(fragile, *); only the published log printed 0.0053, no platform here does; every "
+            'platform supports "about 0.01" or "between 0.0052 and 0.0100"'
+        ]
+    )
+
+
+def test_a_range_covering_every_platform_passes_and_one_that_misses_a_platform_fails(workshop):
+    result = workshop("""
+        With batch norm the loss ends between 0.005 and 0.011 (line 66).
+
+        With batch norm the loss ends between 0.0075 and 0.011 (line 66).
+        """)
+    result.assert_outcomes(passed=len(CITED) + 1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "text/module2.md:4: quotes the range 0.0075 to 0.011 for 'S6 batch norm, final train "
+            "loss': it misses 4 of 14 platforms of the evidence: *threads-2: 0.0072*"
         ]
     )

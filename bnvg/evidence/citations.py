@@ -51,6 +51,21 @@ QUOTED = re.compile(rf"(?<![A-Za-z_\d.+\-]){_NUMBER}")
 # Words after which a number is a name: "layer 4's gradient", "ln 2", "module 2".
 NAME_WORD = re.compile(r"\b(?:layer|ln|module|section|figure|neuron)\s*$", re.I)
 SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+# A range of values, quoted as one: "between 0.005 and 0.011", "0.005\u20130.011" (an en dash;
+# a hyphen joins names: "layer-1").
+VALUE_RANGE = re.compile(
+    rf"\bbetween\s+(?P<lo>{_NUMBER})\s+and\s+(?P<hi>{_NUMBER})"
+    rf"|(?<![\w.])(?P<a>{_NUMBER})\s*\u2013\s*(?P<b>{_NUMBER})"
+)
+TO = ".."  # how a quoted range is kept: "0.005..0.011"
+
+
+def as_range(quoted: str) -> tuple[float, float] | None:
+    """A quoted range's (low, high) ("0.005..0.011"), or None for a single number."""
+    if TO not in quoted:
+        return None
+    lo, hi = (float(x) for x in quoted.split(TO))
+    return min(lo, hi), max(lo, hi)
 
 
 @dataclass(frozen=True)
@@ -87,13 +102,27 @@ def _quotes(sentence: str, cites: Sequence[re.Match[str]]) -> list[list[str]]:
     """The numbers each citation covers: those since the previous citation; the numbers
     after the last citation belong to the last."""
     numbers: list[list[str]] = [[] for _ in cites]
+
+    def belongs(end: int) -> int:
+        after = [i for i, c in enumerate(cites) if c.start() >= end]
+        return after[0] if after else len(cites) - 1
+
+    ranges = [
+        m
+        for m in VALUE_RANGE.finditer(sentence)
+        if not any(c.start() <= m.start() < c.end() for c in cites)
+    ]
+    for m in ranges:
+        lo, hi = m.group("lo") or m.group("a"), m.group("hi") or m.group("b")
+        numbers[belongs(m.end())].append(f"{lo}{TO}{hi}")
     for q in QUOTED.finditer(sentence):
         if any(c.start() <= q.start() < c.end() for c in cites):
             continue  # a cited line number, not a quoted value
+        if any(m.start() <= q.start() < m.end() for m in ranges):
+            continue  # one end of a range, quoted with it
         if NAME_WORD.search(sentence[: q.start()]):
             continue
-        after = [i for i, c in enumerate(cites) if c.start() >= q.end()]
-        numbers[after[0] if after else len(cites) - 1].append(q.group(0))
+        numbers[belongs(q.end())].append(q.group(0))
     return numbers
 
 
@@ -302,6 +331,10 @@ def check(
     heard = [r for n in citation.lines for line in context.get(n, ()) for r in line.readings]
     names = [name for line in cited for name in line.names]
     for quoted in citation.quoted:
+        span = as_range(quoted)
+        if span is not None:
+            verdict.problems.extend(_range_problems(span, readings, fragility))
+            continue
         match = next((r for r in readings if says(r, quoted)), None)
         if match is not None:
             evidence = fragility.reading(match.name)
@@ -339,11 +372,71 @@ def check(
             kind = "fragile" if moved else status_of(evidence)
             seen = "" if evidence is None else _seen_prints(evidence)
             releases = "" if evidence is None else _by_release(fragility, evidence, quoted)
+            honest = "" if evidence is None or not moved else _what_to_say(evidence, quoted)
             verdict.problems.append(
                 f"quotes {quoted} for {nearest.name!r}: here {nearest.printed} ({kind}{seen})"
                 + releases
+                + honest
             )
     return verdict
+
+
+def _platform_prints(evidence: ReadingEvidence) -> dict[str, float]:
+    """What every platform of the evidence prints, at the workshop's seeds, by platform."""
+    seen = {evidence.reference_platform or "the reference": evidence.reference}
+    seen.update(evidence.platforms)
+    return {name: float(s.printed) for name, s in seen.items() if s.value is not None}
+
+
+def _what_to_say(evidence: ReadingEvidence, quoted: str) -> str:
+    """Where a fragile quote comes from when no platform prints it, and what every platform
+    supports: the value at the precision they agree on, or the range they span."""
+    prints = _platform_prints(evidence)
+    if not prints:
+        return ""
+    said = ""
+    published = evidence.published
+    if published is not None and rounds_to(quoted, float(published.as_float())):
+        said += f"; only the published log printed {quoted}, no platform here does"
+    lo, hi = min(prints.values()), max(prints.values())
+    decimals = len(quoted.split(".")[1]) if "." in quoted and "e" not in quoted.lower() else 0
+    agreed = next(
+        (
+            f"{lo:.{d}f}"
+            for d in range(decimals, -1, -1)
+            if len({f"{v:.{d}f}" for v in prints.values()}) == 1
+        ),
+        None,
+    )
+    printed_lo, printed_hi = evidence.printed(lo), evidence.printed(hi)
+    said += "; every platform supports " + (f'"about {agreed}" or ' if agreed is not None else "")
+    return said + f'"between {printed_lo} and {printed_hi}"'
+
+
+def _range_problems(
+    span: tuple[float, float], readings: Sequence[Reading], fragility: Fragility
+) -> list[str]:
+    """A range quoted as one: it holds when it covers the cited reading here and on every
+    platform of the evidence (at the workshop's seeds)."""
+    lo, hi = span
+    numeric = [r for r in readings if r.number is not None]
+    if not numeric:
+        return [f"quotes the range {lo:g} to {hi:g}, but no cited line prints a number"]
+    mid = (lo + hi) / 2
+    reading = min(numeric, key=lambda r: abs(float(r.number or 0) - mid))
+    here = float(reading.number or 0)
+    evidence = fragility.reading(reading.name)
+    prints = {} if evidence is None else _platform_prints(evidence)
+    missed = {name: v for name, v in prints.items() if not lo <= v <= hi}
+    said = []
+    if not lo <= here <= hi:
+        said.append(f"this run prints {reading.printed}")
+    if missed:
+        shown = "; ".join(f"{name}: {v:g}" for name, v in sorted(missed.items()))
+        said.append(f"it misses {len(missed)} of {len(prints)} platforms of the evidence: {shown}")
+    if not said:
+        return []
+    return [f"quotes the range {lo:g} to {hi:g} for {reading.name!r}: " + "; ".join(said)]
 
 
 def _seen_prints(evidence: ReadingEvidence) -> str:
