@@ -99,9 +99,11 @@ def test_a_correct_quote_passes_and_a_wrong_one_names_the_reading_it_was_read_as
 
 def test_a_line_says_its_names_and_what_its_headings_say():
     assert verdict("The 4th layer's gradient is 3.99e-02 (line 38).").problems == []
-    assert verdict("After 4000 steps it is 3015x smaller (line 40).").problems == [
-        "quotes 4000 for 'S4 plain ratio, times smaller': here 3015 (no evidence for this experiment)"
-    ]
+    # "4000 steps" is a setting: line 40 prints none (no ratio is read as it), the heading
+    # of line 64 does.
+    [problem] = verdict("After 4000 steps it is 3015x smaller (line 40).").problems
+    assert problem.startswith("quotes 4000 as a setting, which no cited line says: line 40 says")
+    assert problem.endswith("; 4000 is printed at line 64 (S6 recipe, steps)")
     assert verdict("After 4000 steps it is 3015x (line 40).", {40: [LINES[64]]}).problems == []
 
 
@@ -360,3 +362,42 @@ def test_a_range_covering_every_platform_passes_and_one_that_misses_a_platform_f
             "loss': it misses 4 of 14 platforms of the evidence: *threads-2: 0.0072*"
         ]
     )
+
+
+def test_numbers_are_read_as_the_sentence_says_they_are_and_every_wrong_one_is_named(workshop):
+    """A step is judged as a step ("at step 150"), a percentage among percentages; every
+    wrong number of a sentence is named; a number printed on another line names that line."""
+    result = workshop("""
+        After 4000 steps at lr 0.5 the plain net stays at 51.5% (line 65).
+
+        The batch-norm net first reaches 90% at step 150 (line 66).
+
+        The plain net scores 52.5% and its loss ends at 0.7100 (line 65).
+
+        With batch norm the net scores 51.5% (line 66).
+        """)
+    result.assert_outcomes(passed=len(CITED) + 1, failed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "text/module2.md:4: quotes 150 for 'S6 batch norm, first step at the target': "
+            "here step 100*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "text/module2.md:6: quotes 52.5 for 'S6 plain, final test accuracy': here 51.5*",
+            "quotes 0.7100 for 'S6 plain, final train loss': here 0.6926*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "text/module2.md:8: quotes 51.5 for 'S6 batch norm, final test accuracy': here "
+            "100.0*; 51.5 is printed at line 65 (S6 plain, final test accuracy)"
+        ]
+    )
+
+
+def test_the_steps_of_a_heading_are_quoted_as_a_setting():
+    """'After 3000 steps' against a heading that says 4000: the heading's number is named."""
+    [problem] = verdict("After 3000 steps it is 3015x (line 40).", {40: [LINES[64]]}).problems
+    assert problem.startswith("quotes 3000 for 'S6 recipe, steps': here 4000")

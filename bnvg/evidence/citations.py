@@ -59,6 +59,41 @@ VALUE_RANGE = re.compile(
 )
 TO = ".."  # how a quoted range is kept: "0.005..0.011"
 
+# What a sentence says a number is, from the words around it, and the kinds of reading
+# (`bnvg.log.readings.Kind`) such a number may be: "at step 150" is a step, "51.5%" a
+# percentage (or the workshop's 90% bar, a setting), "3015x" a ratio, "lr 0.5" and "4000
+# steps" settings, "the loss ends at 0.0079" a loss, "77 parameters" a count.
+KINDS = {
+    "step": ("step",),
+    "percentage": ("percentage", "setting"),
+    "ratio": ("ratio",),
+    "setting": ("setting",),
+    "loss": ("loss",),
+    "count": ("count",),
+}
+_BEFORE = (
+    ("step", re.compile(r"\bsteps?\s*$", re.I)),
+    ("setting", re.compile(r"\b(?:lr|learning rate)\s*(?:=|of|at)?\s*$", re.I)),
+    ("loss", re.compile(r"\bloss(?:\s+(?:=|of|is|at|to|falls to|ends at|ends near))?\s*$", re.I)),
+)
+_AFTER = (
+    ("percentage", re.compile(r"\s*%")),
+    ("ratio", re.compile(r"x(?![A-Za-z0-9])")),
+    ("setting", re.compile(r"\s+steps\b", re.I)),
+    ("count", re.compile(r"\s+(?:parameters|points|samples)\b", re.I)),
+)
+
+
+def kind_said(before: str, after: str) -> str | None:
+    """What the words around a quoted number say it is (see `KINDS`), or None."""
+    for kind, pattern in _AFTER:
+        if pattern.match(after):
+            return kind
+    for kind, pattern in _BEFORE:
+        if pattern.search(before):
+            return kind
+    return None
+
 
 def as_range(quoted: str) -> tuple[float, float] | None:
     """A quoted range's (low, high) ("0.005..0.011"), or None for a single number."""
@@ -77,6 +112,12 @@ class Citation:
     lines: tuple[int, ...]  # the cited log lines
     sentence: str
     quoted: tuple[str, ...]  # the numbers it covers, as written
+    # What the sentence says each number is ("step", "percentage", "ratio", "loss",
+    # "setting"), or None where it does not say: parallel to `quoted`.
+    kinds: tuple[str | None, ...] = ()
+
+    def kind_of(self, i: int) -> str | None:
+        return self.kinds[i] if i < len(self.kinds) else None
 
 
 def _expand(listing: str) -> list[int]:
@@ -98,10 +139,10 @@ def _sentences(text: str) -> Iterator[tuple[int, int]]:
         yield start, len(text)
 
 
-def _quotes(sentence: str, cites: Sequence[re.Match[str]]) -> list[list[str]]:
-    """The numbers each citation covers: those since the previous citation; the numbers
-    after the last citation belong to the last."""
-    numbers: list[list[str]] = [[] for _ in cites]
+def _quotes(sentence: str, cites: Sequence[re.Match[str]]) -> list[list[tuple[str, str | None]]]:
+    """The numbers each citation covers, each with what the sentence says it is: those since
+    the previous citation; the numbers after the last citation belong to the last."""
+    numbers: list[list[tuple[str, str | None]]] = [[] for _ in cites]
 
     def belongs(end: int) -> int:
         after = [i for i, c in enumerate(cites) if c.start() >= end]
@@ -114,7 +155,7 @@ def _quotes(sentence: str, cites: Sequence[re.Match[str]]) -> list[list[str]]:
     ]
     for m in ranges:
         lo, hi = m.group("lo") or m.group("a"), m.group("hi") or m.group("b")
-        numbers[belongs(m.end())].append(f"{lo}{TO}{hi}")
+        numbers[belongs(m.end())].append((f"{lo}{TO}{hi}", None))
     for q in QUOTED.finditer(sentence):
         if any(c.start() <= q.start() < c.end() for c in cites):
             continue  # a cited line number, not a quoted value
@@ -122,7 +163,8 @@ def _quotes(sentence: str, cites: Sequence[re.Match[str]]) -> list[list[str]]:
             continue  # one end of a range, quoted with it
         if NAME_WORD.search(sentence[: q.start()]):
             continue
-        numbers[belongs(q.end())].append(q.group(0))
+        kind = kind_said(sentence[: q.start()], sentence[q.end() :])
+        numbers[belongs(q.end())].append((q.group(0), kind))
     return numbers
 
 
@@ -149,7 +191,14 @@ def find_citations(path: str, markdown: str) -> list[Citation]:
                 md_line = max(n for p, n in starts if p <= offset)
                 cited = _expand(c.group("list") or c.group("one"))
                 found.append(
-                    Citation(path, md_line, tuple(cited), " ".join(sentence.split()), tuple(quoted))
+                    Citation(
+                        path,
+                        md_line,
+                        tuple(cited),
+                        " ".join(sentence.split()),
+                        tuple(q for q, _ in quoted),
+                        tuple(k for _, k in quoted),
+                    )
                 )
         paragraph.clear()
 
@@ -236,6 +285,27 @@ class Verdict:
     problems: list[str] = field(default_factory=list)
     drift: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # how the quoted lesson holds over seeds
+
+
+def _of_kind(readings: Sequence[Reading], kind: str | None) -> list[Reading]:
+    """The readings a number the sentence calls `kind` may quote (all of them for None)."""
+    if kind is None:
+        return list(readings)
+    return [r for r in readings if r.kind.name in KINDS[kind]]
+
+
+def _printed_elsewhere(
+    quoted: str, kind: str | None, lines: Mapping[int, CitedLine], cited: Sequence[int]
+) -> str:
+    """ "; 77 is printed at line 25 (S3 parameters, parameters)": where else the log prints
+    the quoted number (of the kind said), for a citation of the wrong line."""
+    for number, line in sorted(lines.items()):
+        if number in cited or not line.verified:
+            continue
+        found = next((r for r in _of_kind(line.readings, kind) if says(r, quoted)), None)
+        if found is not None:
+            return f"; {quoted} is printed at line {number} ({found.name})"
+    return ""
 
 
 def _nearest(readings: Sequence[Reading], quoted: str) -> Reading | None:
@@ -330,12 +400,14 @@ def check(
     readings = [r for line in cited if line.verified for r in line.readings]
     heard = [r for n in citation.lines for line in context.get(n, ()) for r in line.readings]
     names = [name for line in cited for name in line.names]
-    for quoted in citation.quoted:
+    for i, quoted in enumerate(citation.quoted):
         span = as_range(quoted)
         if span is not None:
             verdict.problems.extend(_range_problems(span, readings, fragility))
             continue
-        match = next((r for r in readings if says(r, quoted)), None)
+        said_kind = citation.kind_of(i)
+        pool = _of_kind(readings, said_kind)
+        match = next((r for r in pool if says(r, quoted)), None)
         if match is not None:
             evidence = fragility.reading(match.name)
             if evidence is not None and evidence.unstable_over_platforms:
@@ -344,18 +416,27 @@ def check(
                 verdict.notes.append(note)
             continue
         if (
-            any(says(r, quoted) for r in heard)
-            or _names_say(names, quoted)
+            any(says(r, quoted) for r in _of_kind(heard, said_kind))
+            or (said_kind is None and _names_say(names, quoted))
             or any(
                 _evidence_says(fragility.reading(r.name), quoted, citation.sentence)
                 for r in readings
             )
         ):
             continue
-        nearest = _nearest(readings, quoted)
+        # The nearest reading of the kind the sentence says, the headings it is read under
+        # included ("after 4000 steps" quotes the heading's steps).
+        candidates = pool + (_of_kind(heard, said_kind) if said_kind else [])
+        # What the sentence says first, measured ("51.5%" is an accuracy before the 90% bar).
+        primary = [r for r in candidates if said_kind and r.kind.name == KINDS[said_kind][0]]
+        nearest = _nearest(primary or candidates, quoted)
+        elsewhere = _printed_elsewhere(quoted, said_kind, lines, citation.lines)
         if nearest is None:
             shown = "; ".join(f"line {c.number} says {c.text.strip()!r}" for c in cited)
-            verdict.problems.append(f"quotes {quoted}, which no cited line says: {shown}")
+            as_what = f" as a {said_kind}" if said_kind else ""
+            verdict.problems.append(
+                f"quotes {quoted}{as_what}, which no cited line says: {shown}" + elsewhere
+            )
             continue
         evidence = fragility.reading(nearest.name)
         printed_by = "" if evidence is None else _printed_by(evidence, quoted)
@@ -377,6 +458,7 @@ def check(
                 f"quotes {quoted} for {nearest.name!r}: here {nearest.printed} ({kind}{seen})"
                 + releases
                 + honest
+                + elsewhere
             )
     return verdict
 
