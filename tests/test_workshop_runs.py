@@ -313,3 +313,34 @@ def test_the_html_report_embeds_every_figure_and_each_claims_sentence_and_readin
     assert (
         "<td>S4 plain ratio, times smaller</td><td>3015</td><td>3015</td><td>unstable</td>" in table
     )
+
+
+def test_a_moved_history_still_lets_its_claims_say_which_quoted_numbers_moved(
+    tmp_path, warm_claims
+):
+    """A claim whose run's history moved fails on it only once it has quoted: the readings it
+    computed that print otherwise than their snapshot are listed as moved (here the final loss
+    stored as 0.0091), and its failure names both the readings and the history."""
+    project = scratch_project(tmp_path / "project")
+    numbers = project / "snapshots" / "numbers"
+    history = numbers / "runs" / "batch-norm.csv"
+    rows = history.read_text().splitlines()
+    step, _, acc = rows[42].split(",")  # step 2050
+    rows[42] = ",".join([step, "0.5", acc])
+    history.write_text("\n".join(rows) + "\n")
+    claim = "test_batch_norm_net_reaches_90_percent_by_step_100_and_ends_at_100_percent"
+    readings = numbers / "claims" / "test_s6_training" / f"{claim}.csv"
+    lines = readings.read_text().splitlines()
+    [at] = [
+        i for i, line in enumerate(lines) if line.startswith('"S6 batch norm, final train loss"')
+    ]
+    lines[at] = '"S6 batch norm, final train loss",0.0091'
+    readings.write_text("\n".join(lines) + "\n")
+    run = warm_claims(["-k", claim], cwd=project, outputs=tmp_path / "out")
+    assert run.returncode == 1
+    said = run.stdout
+    assert "1 quoted number moved" in said
+    assert "line 66, S6 batch norm, final train loss: 0.0091 -> 0.0079 (" in said
+    assert "S6 batch norm, final train loss: snapshot 0.0091, here 0.0079" in said
+    assert "run 'batch norm', step 2050, train loss: snapshot 0.5, here " in said
+    assert all(c.drift == () for c in run.record.claims.values())

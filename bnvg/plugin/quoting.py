@@ -124,6 +124,28 @@ def damage(path: Path) -> str | None:
 SHOWN_POINTS = 8  # a history that moved everywhere is summarised after this many points
 
 
+# Failures a claim's checks found before it quoted (a moved training history), raised once it
+# has quoted, with its own, or at the end of its call (`pytest_runtest_call`).
+PENDING = pytest.StashKey[list[str]]()
+
+
+def pending(item: pytest.Item) -> list[str]:
+    """The failures deferred for `item`, taken (each is raised once)."""
+    found = item.stash.get(PENDING, [])
+    item.stash[PENDING] = []
+    return found
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """A claim that read a moved history but never quoted still fails, naming it."""
+    result = yield
+    deferred = pending(item)
+    if deferred:
+        pytest.fail("\n".join(deferred), pytrace=False)
+    return result
+
+
 class NumbersSnapshotError(Exception):
     """A stored numbers file that is missing (`missing`) or cannot be read."""
 
@@ -214,9 +236,11 @@ class NumberSnapshots:
         )
 
     # -- tables -----------------------------------------------------------------------------
-    def check_table(self, table: Table) -> None:
+    def check_table(self, table: Table, defer: bool = False) -> None:
         """Compare a table with what it is compared with on this platform, point by point
-        (or record it when updating)."""
+        (or record it when updating). With `defer`, a difference fails the claim only once it
+        has quoted its readings (`PENDING`): a moved training history still lets the claim
+        say which quoted numbers moved with it."""
         __tracebackhide__ = True
         self._item.user_properties.append((TABLE, table.to_json()))
         if not self._settings.update:
@@ -240,16 +264,22 @@ class NumberSnapshots:
             )
             verdict = compare_table(here, stored, self.standing)
             if verdict.shape:
-                pytest.fail(self._differs(table, [verdict.shape]), pytrace=False)
-            if verdict.failed:
+                self._fail(self._differs(table, [verdict.shape]), defer)
+            elif verdict.failed:
                 found = verdict.points
                 shown = [d.describe() for d in found[:SHOWN_POINTS]]
                 if len(found) > SHOWN_POINTS:
                     shown.append(f"... and {len(found) - SHOWN_POINTS} more points")
-                pytest.fail(self._differs(table, shown), pytrace=False)
-            if verdict.points:
+                self._fail(self._differs(table, shown), defer)
+            elif verdict.points:  # moved on a new platform: drift, said, not failed
                 self._item.user_properties.append((DRIFT, verdict.summary()))
         self._regression(table.name, table.index_name, table.index, table.columns)
+
+    def _fail(self, message: str, defer: bool) -> None:
+        __tracebackhide__ = True
+        if not defer:
+            pytest.fail(message, pytrace=False)
+        self._item.stash.setdefault(PENDING, []).append(message)
 
     # -- messages ---------------------------------------------------------------------------
     def update_hint(self) -> str:
@@ -358,6 +388,7 @@ class Quoted:
         self._numbers.store_readings(readings)
         for d in differences:
             self._item.user_properties.append((DRIFT, d.describe()))
+        self._raise_pending()
 
     def lines(
         self,
@@ -402,6 +433,7 @@ class Quoted:
         failures = [d for d in differences if not d.drift]
         if failures:
             pytest.fail(self._differs(failures), pytrace=False)
+        self._raise_pending()
         if not text_matches:
             diff = "\n".join(self._snapshot.get_assert_diff())
             pytest.fail(
@@ -514,10 +546,20 @@ class Quoted:
 
     def _differs(self, failures: list[Difference]) -> str:
         numbers = "\n".join(f"  {d.describe()}" for d in failures)
-        return (
-            f"{self._item.nodeid}: the numbers differ from the snapshot\n{numbers}\n"
-            f"{self._numbers.update_hint()}"
+        return "\n".join(
+            [
+                f"{self._item.nodeid}: the numbers differ from the snapshot\n{numbers}",
+                *pending(self._item),
+                self._numbers.update_hint(),
+            ]
         )
+
+    def _raise_pending(self) -> None:
+        """Fail with what the claim's checks found before it quoted (a moved history)."""
+        __tracebackhide__ = True
+        deferred = pending(self._item)
+        if deferred:
+            pytest.fail("\n".join(deferred), pytrace=False)
 
     def _hand_over(self, lines: Iterable[LogLine], drift: list[Difference]) -> None:
         for d in drift:
