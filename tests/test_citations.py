@@ -251,15 +251,20 @@ def test_quoting_the_published_eval_bug_accuracy_passes_with_drift(workshop):
     )
 
 
-def test_a_fragile_number_no_platform_prints_fails(workshop):
-    result = workshop("In train mode, batches of 2 score 85.0% (line 103).\n")
+def fails_once_saying(workshop, sentence, said):
+    """One sentence whose one citation fails, saying `said` (an fnmatch pattern)."""
+    result = workshop(sentence + "\n")
     result.assert_outcomes(passed=len(CITED), failed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "text/module2.md:1: quotes 85.0 for 'S9 train mode, batches of 2, test accuracy': "
-            "here 69.5 (fragile, the platforms print 69.5 or 71.5); no torch release here prints "
-            '85.0 (each prints 69.5); every platform supports "between 69.5 and 71.5"'
-        ]
+    result.stdout.fnmatch_lines([said])
+
+
+def test_a_fragile_number_no_platform_prints_fails(workshop):
+    fails_once_saying(
+        workshop,
+        "In train mode, batches of 2 score 85.0% (line 103).",
+        "text/module2.md:1: quotes 85.0 for 'S9 train mode, batches of 2, test accuracy': "
+        "here 69.5 (fragile, the platforms print 69.5 or 71.5); no torch release here prints "
+        '85.0 (each prints 69.5); every platform supports "between 69.5 and 71.5"',
     )
 
 
@@ -338,14 +343,12 @@ def test_a_hyphen_joins_names_not_a_range():
 
 
 def test_a_fragile_number_only_the_published_log_printed_says_so_and_what_holds(workshop):
-    result = workshop("With batch norm the loss falls to 0.0053 (line 66).\n")
-    result.assert_outcomes(passed=len(CITED), failed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "text/module2.md:1: quotes 0.0053 for 'S6 batch norm, final train loss': here 0.0079 "
-            "(fragile, *); only the published log printed 0.0053, no platform here does; every "
-            'platform supports "about 0.01" or "between 0.0052 and 0.0100"'
-        ]
+    fails_once_saying(
+        workshop,
+        "With batch norm the loss falls to 0.0053 (line 66).",
+        "text/module2.md:1: quotes 0.0053 for 'S6 batch norm, final train loss': here 0.0079 "
+        "(fragile, *); only the published log printed 0.0053, no platform here does; every "
+        'platform supports "about 0.01" or "between 0.0052 and 0.0100"',
     )
 
 
