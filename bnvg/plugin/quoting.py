@@ -372,19 +372,11 @@ class Quoted:
         self._item.user_properties.append((BOUNDED, [r.to_json() for r in readings]))
         self._assert_bounds(readings)
         if self._settings.update:
-            self._say_moved(readings, flat, self._stored_if_any())
+            self._say_moved(readings, _line_numbers(flat), self._stored_if_any())
             self._numbers.store_readings(readings)
             return
-        stored = self._stored(flat, text=False)
-        self._item.user_properties.append((STORED, stored))
-        self._say_moved(readings, flat, stored)
-        line_of = {line.key: line_number(line.key) for line in flat}
-        differences = compare_readings(
-            readings, stored, line_of, self._fragility, self._numbers.standing
-        )
-        failures = [d for d in differences if not d.drift]
-        if failures:
-            pytest.fail(self._differs(failures), pytrace=False)
+        differences = self._compared(readings, flat, self._stored(flat, text=False))
+        self._fail_on(differences)
         self._numbers.store_readings(readings)
         for d in differences:
             self._item.user_properties.append((DRIFT, d.describe()))
@@ -405,21 +397,13 @@ class Quoted:
         self._assert_bounds(readings)
         if self._settings.update:
             if readings:  # a line that prints no number (a figure's) has no numbers to store
-                self._say_moved(readings, flat, self._stored_if_any())
+                self._say_moved(readings, _line_numbers(flat), self._stored_if_any())
                 self._numbers.store_readings(readings)
             assert self._snapshot == _texts(flat)
             self._hand_over(flat, [])
             return
         stored = self._stored(flat)
-        self._item.user_properties.append((STORED, stored))
-        self._say_moved(readings, flat, stored)
-        differences = compare_readings(
-            readings,
-            stored,
-            {line.key: line_number(line.key) for line in flat},
-            self._fragility,
-            self._numbers.standing,
-        )
+        differences = self._compared(readings, flat, stored)
         # The wording, checked apart from the numbers: the lines rendered from the stored
         # readings must be the text syrupy stores. Compared once, before anything fails, so
         # syrupy knows this claim used its snapshot.
@@ -430,9 +414,7 @@ class Quoted:
             for line in flat
         ]
         text_matches = self._snapshot == _texts(as_stored)
-        failures = [d for d in differences if not d.drift]
-        if failures:
-            pytest.fail(self._differs(failures), pytrace=False)
+        self._fail_on(differences)
         self._raise_pending()
         if not text_matches:
             diff = "\n".join(self._snapshot.get_assert_diff())
@@ -535,16 +517,33 @@ class Quoted:
             return {}
 
     def _say_moved(
-        self, readings: Sequence[Reading], lines: list[LogLine], stored: Mapping[str, float]
+        self, readings: Sequence[Reading], line_of: Mapping[str, int], stored: Mapping[str, float]
     ) -> None:
         """Record the readings that print otherwise than their snapshot: what a reader of
         the log would see change, said by the session whatever it means here."""
-        line_of = {line.key: line_number(line.key) for line in lines}
         moved = moved_readings(readings, stored, line_of, self._fragility)
         if moved:
             self._item.user_properties.append((MOVED, [m.to_json() for m in moved]))
 
-    def _differs(self, failures: list[Difference]) -> str:
+    def _compared(
+        self, readings: Sequence[Reading], lines: list[LogLine], stored: Mapping[str, float]
+    ) -> list[Difference]:
+        """Every reading that differs from what it is compared with on this platform, the
+        stored values and what moved recorded first."""
+        self._item.user_properties.append((STORED, dict(stored)))
+        line_of = _line_numbers(lines)
+        self._say_moved(readings, line_of, stored)
+        standing = self._numbers.standing
+        return compare_readings(readings, stored, line_of, self._fragility, standing)
+
+    def _fail_on(self, differences: Sequence[Difference]) -> None:
+        """Fail naming every difference that is no drift."""
+        __tracebackhide__ = True
+        failures = [d for d in differences if not d.drift]
+        if failures:
+            pytest.fail(self._differs(failures), pytrace=False)
+
+    def _differs(self, failures: Sequence[Difference]) -> str:
         numbers = "\n".join(f"  {d.describe()}" for d in failures)
         return "\n".join(
             [
@@ -573,6 +572,10 @@ def _flatten(lines: Iterable[LogLine | Sequence[LogLine]]) -> list[LogLine]:
     for item in lines:
         out.extend([item] if isinstance(item, LogLine) else item)
     return out
+
+
+def _line_numbers(lines: Iterable[LogLine]) -> dict[str, int]:
+    return {line.key: line_number(line.key) for line in lines}
 
 
 def _texts(lines: Iterable[LogLine]) -> dict[str, str]:

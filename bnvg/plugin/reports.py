@@ -26,6 +26,7 @@ import pytest
 
 from bnvg.evidence.citations import Coverage
 from bnvg.evidence.fragility import Fragility
+from bnvg.evidence.verdicts import Moved
 from bnvg.experiment.platform import Platform
 from bnvg.log.layout import PublishedLogError, line_number, read_published, section_headings
 from bnvg.log.readings import Reading
@@ -106,9 +107,11 @@ def render_claims_report(
     fragility: Fragility,
     stale: bool = False,
     cited: Coverage | None = None,
+    moved: Sequence[Moved] = (),
 ) -> str:
     """The report. `fragility`: the sweep's table of this experiment (empty when `stale`:
-    the committed one measured another experiment)."""
+    the committed one measured another experiment); `cited`: what the workshop's text cites;
+    `moved`: the quoted numbers printed otherwise than their snapshots, in log order."""
     path = settings.claims_report or root / "report.md"
     published = _published(settings.places.published_log)
     counts = {s: sum(1 for c in claims.values() if c.status == s) for s in STATUSES}
@@ -140,10 +143,6 @@ def render_claims_report(
         "travels between platforms (robust, fragile, or unstable: luck of the draw); and how "
         "often its claim's bound holds over the seeds the sweep ran.",
     ]
-    moved = sorted(
-        {m.reading.name: m for c in claims.values() for m in c.moved.values()}.values(),
-        key=lambda m: (m.line, m.reading.name),
-    )
     if moved:
         out += [
             "",

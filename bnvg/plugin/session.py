@@ -401,6 +401,7 @@ class Controller:
                 fragility(self.config),
                 stale,
                 self.coverage(),
+                self.moved,
             )
             atomic_write(s.claims_report, text)
             self.summary.append(f"wrote the claims report {relative(s.claims_report, root)}")
