@@ -313,6 +313,11 @@ def mkl_branch(value: str) -> str:
     return "AUTO" if value in (NOT_SET, "") else value.upper()
 
 
+def onednn_cap(value: str) -> str:
+    """oneDNN's cap from ONEDNN_MAX_CPU_ISA: the ISA asked for, or "uncapped"."""
+    return "uncapped" if value in (NOT_SET, "") else value.upper()
+
+
 @dataclass(frozen=True)
 class Platform:
     """What computed a set of numbers. The identity's fields first; then, for people, what
@@ -338,13 +343,12 @@ class Platform:
         what torch says of it (`torch_facts`); without them, torch is asked."""
         facts = _ask_torch() if facts is None else facts
         variables = {name: os.environ.get(name, NOT_SET) for name in VARIABLES}
-        onednn = variables["ONEDNN_MAX_CPU_ISA"]
         return cls(
             machine=_python_platform.machine(),
             torch=facts["torch"],
             aten=facts["cpu capability"].upper(),
             mkl=mkl_branch(variables["MKL_CBWR"]),
-            onednn="uncapped" if onednn in (NOT_SET, "") else onednn.upper(),
+            onednn=onednn_cap(variables["ONEDNN_MAX_CPU_ISA"]),
             numpy=metadata.version("numpy"),
             numpy_simd=numpy_simd(),
             threads=threads,
@@ -426,12 +430,11 @@ class Platform:
         set as given (NOT_SET: left to the machine, whose widest ATen kernels are
         `best_aten`) and `threads` threads: what the sweep expects a job to record."""
         aten = variables.get("ATEN_CPU_CAPABILITY", NOT_SET)
-        onednn = variables.get("ONEDNN_MAX_CPU_ISA", NOT_SET)
         return replace(
             self,
             aten=best_aten if aten == NOT_SET else aten.upper(),
             mkl=mkl_branch(variables.get("MKL_CBWR", NOT_SET)),
-            onednn="uncapped" if onednn in (NOT_SET, "") else onednn.upper(),
+            onednn=onednn_cap(variables.get("ONEDNN_MAX_CPU_ISA", NOT_SET)),
             threads=threads,
             kernels=dict(variables),
         )
@@ -472,7 +475,6 @@ class Platform:
                 threads=int(d["threads"]),
                 cpu=d.get("cpu", ""),
             )
-        onednn = d.get("ONEDNN_MAX_CPU_ISA", NOT_SET)
         user = d.get("set by the user", "none")
         return cls(
             machine=d.get("machine", "?"),
@@ -480,7 +482,7 @@ class Platform:
             aten=d.get("cpu capability", "?").upper(),
             # Records before these keys: MKL's branch and oneDNN's cap from their variables.
             mkl=d.get("mkl") or mkl_branch(d.get("MKL_CBWR", NOT_SET)),
-            onednn=d.get("onednn") or ("uncapped" if onednn in (NOT_SET, "") else onednn.upper()),
+            onednn=d.get("onednn") or onednn_cap(d.get("ONEDNN_MAX_CPU_ISA", NOT_SET)),
             numpy=d.get("numpy", "?"),
             numpy_simd=d.get("numpy simd", "not recorded"),
             threads=int(d.get("torch threads", "0") or 0),
