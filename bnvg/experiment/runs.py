@@ -35,7 +35,6 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
@@ -279,9 +278,7 @@ class RunCache:
 
         def about(run: TrainedRun) -> dict[str, Any]:
             return {
-                "run": name,
                 "inputs": run_inputs(spec, self.workshop, self.where),
-                "trained at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
                 "platform": self.where,
                 "history": _history_json(run.history),
             }

@@ -252,7 +252,7 @@ def run_cache(
     def note(event: Event) -> None:
         if event.what == REUSED:  # when and on what it was trained, for the summary
             about = event.detail
-            kept = {"trained at": about.get("trained at"), "platform": about.get("platform")}
+            kept = {"trained at": about.get("at"), "platform": about.get("platform")}
             event = Event(event.what, event.kind, event.name, kept)
         events.append(event)
 
