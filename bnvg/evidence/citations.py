@@ -57,7 +57,6 @@ VALUE_RANGE = re.compile(
     rf"\bbetween\s+(?P<lo>{_NUMBER})\s+and\s+(?P<hi>{_NUMBER})"
     rf"|(?<![\w.])(?P<a>{_NUMBER})\s*\u2013\s*(?P<b>{_NUMBER})"
 )
-TO = ".."  # how a quoted range is kept: "0.005..0.011"
 
 # What a sentence says a number is, from the words around it, and the kinds of reading
 # (`bnvg.log.readings.Kind`) such a number may be: "at step 150" is a step, "51.5%" a
@@ -95,12 +94,23 @@ def kind_said(before: str, after: str) -> str | None:
     return None
 
 
-def as_range(quoted: str) -> tuple[float, float] | None:
-    """A quoted range's (low, high) ("0.005..0.011"), or None for a single number."""
-    if TO not in quoted:
-        return None
-    lo, hi = (float(x) for x in quoted.split(TO))
-    return min(lo, hi), max(lo, hi)
+@dataclass(frozen=True)
+class Quote:
+    """One number a citation covers, as written, with what the sentence says it is (see
+    `KINDS`; None where it does not say); or a range quoted as one ("between 0.005 and
+    0.011"), with its two ends as written."""
+
+    text: str
+    kind: str | None = None
+    ends: tuple[str, str] | None = None
+
+    @property
+    def span(self) -> tuple[float, float] | None:
+        """A range's (low, high), or None for a single number."""
+        if self.ends is None:
+            return None
+        lo, hi = (float(end) for end in self.ends)
+        return min(lo, hi), max(lo, hi)
 
 
 @dataclass(frozen=True)
@@ -111,13 +121,12 @@ class Citation:
     md_line: int  # 1-based line of the Markdown file where the citation stands
     lines: tuple[int, ...]  # the cited log lines
     sentence: str
-    quoted: tuple[str, ...]  # the numbers it covers, as written
-    # What the sentence says each number is ("step", "percentage", "ratio", "loss",
-    # "setting"), or None where it does not say: parallel to `quoted`.
-    kinds: tuple[str | None, ...] = ()
+    quotes: tuple[Quote, ...]  # the numbers it covers
 
-    def kind_of(self, i: int) -> str | None:
-        return self.kinds[i] if i < len(self.kinds) else None
+    @property
+    def quoted(self) -> tuple[str, ...]:
+        """The numbers it covers, as written."""
+        return tuple(q.text for q in self.quotes)
 
 
 def _expand(listing: str) -> list[int]:
@@ -139,10 +148,10 @@ def _sentences(text: str) -> Iterator[tuple[int, int]]:
         yield start, len(text)
 
 
-def _quotes(sentence: str, cites: Sequence[re.Match[str]]) -> list[list[tuple[str, str | None]]]:
+def _quotes(sentence: str, cites: Sequence[re.Match[str]]) -> list[list[Quote]]:
     """The numbers each citation covers, each with what the sentence says it is: those since
     the previous citation; the numbers after the last citation belong to the last."""
-    numbers: list[list[tuple[str, str | None]]] = [[] for _ in cites]
+    numbers: list[list[Quote]] = [[] for _ in cites]
 
     def belongs(end: int) -> int:
         after = [i for i, c in enumerate(cites) if c.start() >= end]
@@ -154,8 +163,8 @@ def _quotes(sentence: str, cites: Sequence[re.Match[str]]) -> list[list[tuple[st
         if not any(c.start() <= m.start() < c.end() for c in cites)
     ]
     for m in ranges:
-        lo, hi = m.group("lo") or m.group("a"), m.group("hi") or m.group("b")
-        numbers[belongs(m.end())].append((f"{lo}{TO}{hi}", None))
+        ends = (m.group("lo") or m.group("a"), m.group("hi") or m.group("b"))
+        numbers[belongs(m.end())].append(Quote(m.group(0), ends=ends))
     for q in QUOTED.finditer(sentence):
         if any(c.start() <= q.start() < c.end() for c in cites):
             continue  # a cited line number, not a quoted value
@@ -164,7 +173,7 @@ def _quotes(sentence: str, cites: Sequence[re.Match[str]]) -> list[list[tuple[st
         if NAME_WORD.search(sentence[: q.start()]):
             continue
         kind = kind_said(sentence[: q.start()], sentence[q.end() :])
-        numbers[belongs(q.end())].append((q.group(0), kind))
+        numbers[belongs(q.end())].append(Quote(q.group(0), kind))
     return numbers
 
 
@@ -191,14 +200,7 @@ def find_citations(path: str, markdown: str) -> list[Citation]:
                 md_line = max(n for p, n in starts if p <= offset)
                 cited = _expand(c.group("list") or c.group("one"))
                 found.append(
-                    Citation(
-                        path,
-                        md_line,
-                        tuple(cited),
-                        " ".join(sentence.split()),
-                        tuple(q for q, _ in quoted),
-                        tuple(k for _, k in quoted),
-                    )
+                    Citation(path, md_line, tuple(cited), " ".join(sentence.split()), tuple(quoted))
                 )
         paragraph.clear()
 
@@ -400,12 +402,11 @@ def check(
     readings = [r for line in cited if line.verified for r in line.readings]
     heard = [r for n in citation.lines for line in context.get(n, ()) for r in line.readings]
     names = [name for line in cited for name in line.names]
-    for i, quoted in enumerate(citation.quoted):
-        span = as_range(quoted)
-        if span is not None:
-            verdict.problems.extend(_range_problems(span, readings, fragility))
+    for quote in citation.quotes:
+        if quote.span is not None:
+            verdict.problems.extend(_range_problems(quote.span, readings, fragility))
             continue
-        said_kind = citation.kind_of(i)
+        quoted, said_kind = quote.text, quote.kind
         pool = _of_kind(readings, said_kind)
         match = next((r for r in pool if says(r, quoted)), None)
         if match is not None:
