@@ -249,8 +249,8 @@ class FragmentStore:
         """This experiment's fragments, in a fixed order (platform, then variant): merging
         never depends on the order fragments were written in."""
         for path in self.paths():
-            fragment = self.read(path)
-            if fragment.experiment == self.experiment:
+            fragment = self._fresh(path)
+            if fragment is not None:
                 yield fragment
 
     def stale(self) -> list[Path]:
