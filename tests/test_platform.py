@@ -239,3 +239,61 @@ def test_torch_reads_the_thread_count_from_the_variable_the_platform_sets():
     import bnvg.experiment.runtime as runtime
 
     assert runtime.THREADS == kernels.THREADS
+
+
+# -- arm64 ---------------------------------------------------------------------------------------
+
+NEOVERSE_N1_CPUINFO = {
+    "processor": "0",
+    "model name": "ARMv8 Processor rev 1 (v8l)",
+    "Features": "fp asimd aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm",
+    "CPU implementer": "0x41",
+    "CPU architecture": "8",
+    "CPU variant": "0x4",
+    "CPU part": "0xd0c",
+    "CPU revision": "1",
+}
+
+EMULATED_N1 = {
+    "machine": "aarch64",
+    "torch": "2.13.0+cu130",
+    "numpy": "2.2.6",
+    "numpy simd": "ASIMD",
+    "cpu capability": "DEFAULT",
+    "mkl": "absent",
+    "onednn": "uncapped",
+    "torch threads": "1",
+    "cpu": "Arm Neoverse-N1 (implementer 0x41 part 0xd0c)",
+    "emulated by": "QEMU 10.0.13, -cpu neoverse-n1",
+}
+
+
+def test_an_arm64_cpu_is_named_by_its_implementer_and_part(monkeypatch):
+    monkeypatch.setattr(kernels, "_cpuinfo", lambda: NEOVERSE_N1_CPUINFO)
+    assert kernels.cpu() == "Arm Neoverse-N1 (implementer 0x41 part 0xd0c)"
+    unknown = {**NEOVERSE_N1_CPUINFO, "CPU implementer": "0x99", "CPU part": "0x001"}
+    monkeypatch.setattr(kernels, "_cpuinfo", lambda: unknown)
+    assert kernels.cpu() == "implementer 0x99 part 0x001"
+
+
+def test_an_emulated_arm64_platform_says_so_and_is_another_platform_than_the_hardware():
+    emulated = Platform.from_json(EMULATED_N1)
+    hardware = Platform.from_json({k: v for k, v in EMULATED_N1.items() if k != "emulated by"})
+    assert emulated.identity()["cpu"] == EMULATED_N1["cpu"]  # no MKL: the CPU computes
+    assert emulated.identity()["emulated by"] == "QEMU 10.0.13, -cpu neoverse-n1"
+    assert emulated.id == (
+        "aarch64-torch-2.13.0-cu130-numpy-2.2.6-asimd-aten-default-mkl-absent-onednn-uncapped"
+        "-1t-arm-neoverse-n1-emulated"
+    )
+    assert hardware.id == emulated.id.removesuffix("-emulated")
+    assert "emulated by QEMU 10.0.13, -cpu neoverse-n1" in emulated.describe()
+    for kept in (emulated.to_json(), emulated.identity()):  # a record, environment.json
+        assert Platform.from_json(kept).identity() == emulated.identity()
+
+
+def test_off_x86_64_the_reference_kernels_name_nothing_the_platform_computes_with():
+    emulated = Platform.from_json(EMULATED_N1)
+    asked = {**kernels.TORCH_REFERENCE, "NPY_DISABLE_CPU_FEATURES": "AVX512F"}
+    assert emulated.with_settings(asked, 1, "DEFAULT").identity() == emulated.identity()
+    assert emulated.with_settings(asked, 2, "DEFAULT").threads == 2
+    assert kernels.mkl_branch("COMPATIBLE", "aarch64") == "absent"

@@ -12,7 +12,9 @@ Besides the code and the seeds, a result's bits are decided by what computes it:
   by the CPU too: its AVX-512 `pow` gives 0.1 ** 2 one unit in the last place below the
   correctly rounded 0.010000000000000002 that every other path gives
   (`NPY_DISABLE_CPU_FEATURES` turns dispatch targets off);
-- the torch intra-op thread count, and the architecture.
+- the torch intra-op thread count, and the architecture: on arm64 there is no MKL and no
+  AVX2, ATen dispatches to its NEON ("DEFAULT") or SVE kernels by the CPU, and the CPU model
+  is part of what computes.
 
 **The reference kernels** are ATen's AVX2 kernels, MKL's COMPATIBLE branch, oneDNN capped at
 AVX2, numpy without any of its AVX-512 dispatch targets, and one thread. Under them every
@@ -72,8 +74,16 @@ THREADS = "BNVG_TORCH_THREADS"  # the intra-op thread count torch is to compute 
 USER, REFERENCE_DEFAULT, MACHINE = "user", "reference", "machine"
 
 
-def x86_64() -> bool:
-    return _python_platform.machine().lower() in ("x86_64", "amd64")
+# Set by `nox -s arm64` in the environment of what it runs under QEMU's user-mode emulation:
+# "QEMU 10.0.13, -cpu neoverse-n1". A platform computed under emulation says so.
+EMULATION = "BNVG_EMULATION"
+
+
+def x86_64(machine: str | None = None) -> bool:
+    """Whether `machine` (this process's by default) is x86-64, where the reference kernels
+    exist."""
+    found = _python_platform.machine() if machine is None else machine
+    return found.lower() in ("x86_64", "amd64")
 
 
 @cache
@@ -106,9 +116,30 @@ def cpu_flags() -> str:
     return _cpuinfo().get("flags", "")
 
 
+# arm64 CPUs by their MIDR (/proc/cpuinfo's "CPU implementer" and "CPU part").
+ARM_IMPLEMENTERS = {"0x41": "Arm", "0x61": "Apple", "0xc0": "Ampere", "0x51": "Qualcomm"}
+ARM_PARTS = {
+    ("0x41", "0xd0c"): "Neoverse-N1",  # Graviton2, Ampere Altra; QEMU's neoverse-n1
+    ("0x41", "0xd40"): "Neoverse-V1",  # Graviton3; QEMU's neoverse-v1
+    ("0x41", "0xd49"): "Neoverse-N2",
+    ("0x41", "0xd4f"): "Neoverse-V2",  # Graviton4, Grace
+    ("0x41", "0xd08"): "Cortex-A72",  # Raspberry Pi 4
+    ("0x41", "0xd0b"): "Cortex-A76",  # Raspberry Pi 5
+}
+
+
 def cpu() -> str:
-    """The CPU as MKL tells CPUs apart: "AuthenticAMD family 25 model 1 (AMD EPYC)"."""
+    """The CPU as MKL tells CPUs apart: "AuthenticAMD family 25 model 1 (AMD EPYC)"; on
+    arm64, by its implementer and part: "Arm Neoverse-N1 (implementer 0x41 part 0xd0c)"."""
     info = _cpuinfo()
+    if "CPU part" in info:
+        implementer, part = info.get("CPU implementer", "?"), info["CPU part"]
+        said = f"implementer {implementer} part {part}"
+        named = ARM_PARTS.get((implementer, part))
+        if named:
+            return f"{ARM_IMPLEMENTERS[implementer]} {named} ({said})"
+        vendor = ARM_IMPLEMENTERS.get(implementer)
+        return f"{vendor} part {part}" if vendor else said
     vendor = info.get("vendor_id") or _python_platform.processor() or _python_platform.machine()
     family, model, name = info.get("cpu family"), info.get("model"), info.get("model name")
     out = vendor
@@ -307,9 +338,14 @@ def simd_of(enabled: list[str]) -> str:
     return "baseline"
 
 
-def mkl_branch(value: str) -> str:
+NO_MKL = "absent"  # torch's arm64 builds have no MKL
+
+
+def mkl_branch(value: str, machine: str | None = None) -> str:
     """MKL's code path from MKL_CBWR: its COMPATIBLE branch, another one asked for, or "AUTO"
-    (MKL's own choice by CPU, its default)."""
+    (MKL's own choice by CPU, its default); on a `machine` other than x86-64, "absent"."""
+    if not x86_64(machine):
+        return NO_MKL
     return "AUTO" if value in (NOT_SET, "") else value.upper()
 
 
@@ -332,6 +368,7 @@ class Platform:
     numpy_simd: str  # the widest vectors numpy dispatches to: "AVX2"
     threads: int  # torch's intra-op threads
     cpu: str = ""  # "AuthenticAMD family 25 model 1 (AMD EPYC)"; "" if unknown (an identity)
+    emulation: str = ""  # "QEMU 10.0.13, -cpu neoverse-n1"; "" on the machine itself
     python: str = ""
     matplotlib: str = ""
     kernels: Mapping[str, str] = field(default_factory=dict)  # each variable, as set
@@ -353,6 +390,7 @@ class Platform:
             numpy_simd=numpy_simd(),
             threads=threads,
             cpu=cpu(),
+            emulation=os.environ.get(EMULATION, ""),
             python=_python_platform.python_version(),
             matplotlib=metadata.version("matplotlib"),
             kernels=variables,
@@ -378,6 +416,9 @@ class Platform:
         }
         if not self.reproducible_across_cpus:
             out["cpu"] = self.cpu or "not recorded"
+        if self.emulation:
+            # Expected to compute as that CPU model does, but nobody here has compared yet.
+            out["emulated by"] = self.emulation
         return out
 
     @property
@@ -396,6 +437,8 @@ class Platform:
         ]
         if "cpu" in i:
             parts.append(i["cpu"].split(" (")[0])  # vendor, family and model; not the brand
+        if "emulated by" in i:
+            parts.append("emulated")
         kept = "".join(c if c.isalnum() or c in "._" else "-" for c in "-".join(parts).lower())
         return "-".join(part for part in kept.split("-") if part)
 
@@ -421,6 +464,8 @@ class Platform:
             where = f"on any {self.machine} CPU"
         else:
             where = "on a CPU not recorded"
+        if self.emulation:
+            where += f", emulated by {self.emulation}"
         if self.set_by_user:
             where += f" ({', '.join(self.set_by_user)} set by the user)"
         return ", ".join([*said, where])
@@ -428,7 +473,11 @@ class Platform:
     def with_settings(self, variables: Mapping[str, str], threads: int, best_aten: str) -> Platform:
         """The platform a session on this machine computes on with the kernel `variables`
         set as given (NOT_SET: left to the machine, whose widest ATen kernels are
-        `best_aten`) and `threads` threads: what the sweep expects a job to record."""
+        `best_aten`) and `threads` threads: what the sweep expects a job to record. Off
+        x86-64 the kernel variables name kernels that are not there: only the threads
+        change."""
+        if not x86_64(self.machine):
+            return replace(self, aten=best_aten, threads=threads)
         aten = variables.get("ATEN_CPU_CAPABILITY", NOT_SET)
         return replace(
             self,
@@ -456,6 +505,7 @@ class Platform:
             "onednn": self.onednn,
             "set by the user": ", ".join(self.set_by_user) or "none",
             "torch threads": str(self.threads),
+            **({"emulated by": self.emulation} if self.emulation else {}),
         }
 
     @classmethod
@@ -474,6 +524,7 @@ class Platform:
                 numpy_simd=d["numpy simd"],
                 threads=int(d["threads"]),
                 cpu=d.get("cpu", ""),
+                emulation=d.get("emulated by", ""),
             )
         user = d.get("set by the user", "none")
         return cls(
@@ -481,12 +532,13 @@ class Platform:
             torch=d.get("torch", "?"),
             aten=d.get("cpu capability", "?").upper(),
             # Records before these keys: MKL's branch and oneDNN's cap from their variables.
-            mkl=d.get("mkl") or mkl_branch(d.get("MKL_CBWR", NOT_SET)),
+            mkl=d.get("mkl") or mkl_branch(d.get("MKL_CBWR", NOT_SET), d.get("machine")),
             onednn=d.get("onednn") or onednn_cap(d.get("ONEDNN_MAX_CPU_ISA", NOT_SET)),
             numpy=d.get("numpy", "?"),
             numpy_simd=d.get("numpy simd", "not recorded"),
             threads=int(d.get("torch threads", "0") or 0),
             cpu=d.get("cpu", ""),
+            emulation=d.get("emulated by", ""),
             python=d.get("python", ""),
             matplotlib=d.get("matplotlib", ""),
             kernels={name: d[name] for name in VARIABLES if name in d},

@@ -21,7 +21,7 @@ from typing import Any
 from distributed import Client, as_completed
 
 from bnvg.evidence.fragments import Fragment, FragmentStore, Variant
-from bnvg.experiment.platform import NOT_SET, TORCH_REFERENCE, VARIABLES, Platform
+from bnvg.experiment.platform import NOT_SET, TORCH_REFERENCE, VARIABLES, Platform, x86_64
 from bnvg.sweep.job import run_variant
 from bnvg.sweep.variants import (
     ATEN_AVX512,
@@ -65,9 +65,12 @@ def _machine_here() -> dict[str, Any]:
 
     from bnvg.experiment.platform import NUMPY_VARIABLE, numpy_reference, numpy_simd, set_by_user
 
-    best = "AVX512" if torch.cpu._is_avx512_supported() else "AVX2"
-    if not torch.cpu._is_avx2_supported():
-        best = "DEFAULT"
+    if not x86_64():  # ATen's own choice by the CPU: "DEFAULT" (NEON) or "SVE256"
+        best = torch.backends.cpu.get_cpu_capability().upper()
+    elif torch.cpu._is_avx512_supported():
+        best = "AVX512"
+    else:
+        best = "AVX2" if torch.cpu._is_avx2_supported() else "DEFAULT"
     # A kernel variable a bnvg process set (inherited from whatever started this worker) is
     # no choice of this machine's user: each job's session decides it again.
     user_set = {name: os.environ[name] for name in set_by_user()}

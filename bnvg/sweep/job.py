@@ -52,7 +52,13 @@ def run_variant(
     with tempfile.TemporaryDirectory(prefix="bnvg-sweep-") as scratch:
         root = Path(scratch) / "project"
         with tarfile.open(fileobj=io.BytesIO(project), mode="r:gz") as tar:
-            tar.extractall(root, filter="data")
+            # The "data" filter refuses links and paths out of the folder. Python 3.11.2
+            # (Debian bookworm's, the arm64 evidence's) predates filters: there the archive,
+            # packed by `pack` from the project itself, is unpacked as it is.
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(root, filter="data")
+            else:
+                tar.extractall(root)
         # The experiment this job measures: the project's, before the session updates the
         # scratch copy's snapshots with what this variant computes.
         experiment = experiment_fingerprint(Places(root))
