@@ -190,6 +190,9 @@ class Fragility:
     releases: Mapping[str, str] = field(default_factory=dict)  # "2.15.0" -> its run's name
     reference_release: str = ""  # the reference's torch release, "2.13.0"
     experiment: str = ""  # the fingerprint of the experiment measured (`bnvg.evidence.fragments`)
+    # The runs on another architecture than the reference's, labelled:
+    # run name -> "aarch64, Arm Neoverse-N1, emulated".
+    architectures: Mapping[str, str] = field(default_factory=dict)
 
     def reading(self, name: str) -> ReadingEvidence | None:
         return self.readings.get(name)
@@ -245,6 +248,7 @@ def from_document(document: Mapping[str, Any]) -> Fragility:
         document.get("releases", {}),
         str(document.get("reference release", "")),
         str(document.get("experiment", "")),
+        document.get("architectures", {}),
     )
 
 

@@ -16,7 +16,7 @@ All are written from the merged documents (`bnvg.sweep.merge`), never read back.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -217,6 +217,7 @@ def render_robustness(document: Mapping[str, Any], sections: Sequence[tuple[str,
     `sections` pairs each claims module's name ("test_s6_training") with its title."""
     axes = [a for a in ("sampler", "init") if a in document.get("axes", {})]
     releases = list(document.get("releases", []))
+    others = list(document.get("architectures", []))
     out = [
         "# Truth over seeds: how often each claim holds",
         "",
@@ -236,6 +237,13 @@ def render_robustness(document: Mapping[str, Any], sections: Sequence[tuple[str,
             "torch release, under the reference kernels (`nox -s torch-<release>`); the "
             'README\'s "What an upgrade costs" lists what moves.',
         ]
+    if others:
+        out += [
+            "",
+            "The columns of another architecture say whether each claim holds at the "
+            "workshop's own seeds there (`nox -s arm64`); the README's \"arm64\" section lists "
+            "what moves.",
+        ]
     by_module: dict[str, list[str]] = {}
     for claim in document.get("claims", {}):
         by_module.setdefault(
@@ -250,10 +258,12 @@ def render_robustness(document: Mapping[str, Any], sections: Sequence[tuple[str,
             f"## {title}",
             "",
             "| claim | "
-            + " | ".join([*(AXIS_WORDS[a] for a in axes), *(f"torch {r}" for r in releases)])
+            + " | ".join(
+                [*(AXIS_WORDS[a] for a in axes), *(f"torch {r}" for r in releases), *others]
+            )
             + " |",
         ]
-        out.append("|---|" + "---|" * (len(axes) + len(releases)))
+        out.append("|---|" + "---|" * (len(axes) + len(releases) + len(others)))
         for claim in claims:
             cells = []
             for axis in axes:
@@ -263,6 +273,8 @@ def render_robustness(document: Mapping[str, Any], sections: Sequence[tuple[str,
                 )
             on = document["claims"][claim].get("releases", {})
             cells += [RELEASE_CELL.get(on.get(r, "not run"), "") for r in releases]
+            there = document["claims"][claim].get("architectures", {})
+            cells += [RELEASE_CELL.get(there.get(label, "not run"), "") for label in others]
             out.append(f"| `{_short(claim)}` | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
@@ -314,9 +326,18 @@ class Moved:
 
 def moved(fragility: Fragility, release: str) -> list[Moved]:
     """The readings `release` prints differently from the reference, in log order."""
+    return _moved(fragility, lambda e: fragility.on_release(e, release))
+
+
+def moved_on(fragility: Fragility, run: str) -> list[Moved]:
+    """The readings the platform run `run` prints differently from the reference."""
+    return _moved(fragility, lambda e: e.platforms.get(run))
+
+
+def _moved(fragility: Fragility, there_of: Callable[[ReadingEvidence], Seen | None]) -> list[Moved]:
     out = []
     for e in sorted(fragility.readings.values(), key=lambda e: (e.line, e.position)):
-        there = fragility.on_release(e, release)
+        there = there_of(e)
         if there is not None and there.printed != e.reference.printed:
             out.append(Moved(e, there))
     return out
@@ -350,6 +371,35 @@ def _line_list(lines: list[int]) -> str:
     return ", ".join(str(n) for n in lines) if lines else "none"
 
 
+def _what_moves(platform: str, seen: list[Moved], described: str = "") -> list[str]:
+    """A platform's paragraph: the lines that move (the versions line always does), then
+    each moved reading, there and here. `described`: what the platform is, in full."""
+    lines = sorted({VERSIONS_LINE, *(m.evidence.line for m in seen)})
+    said = "1 line moves" if len(lines) == 1 else f"{len(lines)} lines move"
+    title = f"**{platform}**" + (f" ({described})" if described else "")
+    return [f"{title}: {said} ({_line_list(lines)})."] + [
+        f"- line {m.evidence.line}, {m.evidence.name}: {m.there.printed} "
+        f"(here {m.evidence.reference.printed})" + ("; its bound breaks" if m.breaks else "")
+        for m in seen
+    ]
+
+
+def _statements(broken: list[Moved], failing: list[str], there: str, holds: str) -> list[str]:
+    """The statements that no longer hold on a platform (`there`: "on torch 2.15.0"): each
+    bound that breaks, each claim that fails; or that every one `holds`."""
+    if not (broken or failing):
+        return [f"Every claim's statement {holds} on it."]
+    return [
+        "Statements that no longer hold on it:",
+        *(
+            f"- {m.evidence.name} is {m.evidence.bound}: {there} it is {m.there.printed}, not "
+            f"{m.evidence.reference.printed}"
+            for m in broken
+        ),
+        *(f"- `{_short(c)}` fails" for c in failing),
+    ]
+
+
 def render_upgrades(
     fragility: Fragility, robustness: Mapping[str, Any], reference_lines: int
 ) -> str:
@@ -370,29 +420,10 @@ def render_upgrades(
     ]
     for release in releases:
         seen = moved(fragility, release)
-        lines = sorted({VERSIONS_LINE, *(m.evidence.line for m in seen)})
         broken = [m for m in seen if m.breaks]
         failing = failing_claims(robustness, release, ref)
-        said = "1 line moves" if len(lines) == 1 else f"{len(lines)} lines move"
-        out.append(f"**torch {release}**: {said} ({_line_list(lines)}).")
-        out += [
-            f"- line {m.evidence.line}, {m.evidence.name}: {m.there.printed} "
-            f"(here {m.evidence.reference.printed})" + ("; its bound breaks" if m.breaks else "")
-            for m in seen
-        ]
-        if broken or failing:
-            out.append("")
-            out.append("Statements that no longer hold on it:")
-            out += [
-                f"- {m.evidence.name} is {m.evidence.bound}: on torch {release} it is "
-                f"{m.there.printed}, not {m.evidence.reference.printed}"
-                for m in broken
-            ]
-            out += [f"- `{_short(c)}` fails" for c in failing]
-        else:
-            out.append("")
-            out.append("Every claim's statement still holds on it.")
-        out.append("")
+        out += _what_moves(f"torch {release}", seen)
+        out += ["", *_statements(broken, failing, f"on torch {release}", "still holds"), ""]
     out.append("Which lines of the published log (torch 2.12.1) each torch reproduces:")
     out.append("")
     nowhere: set[int] | None = None
@@ -413,3 +444,46 @@ def render_upgrades(
         "the text that quotes what moved (`pytest claims/ --workshop PATH` finds it).",
     ]
     return "\n".join(out) + "\n"
+
+
+# -- what an arm64 reader sees -------------------------------------------------------------------
+def robust_elsewhere(fragility: Fragility, e: ReadingEvidence) -> bool:
+    """Whether a reading prints alike on every platform of the reference's architecture."""
+    return all(
+        seen.printed == e.reference.printed
+        for name, seen in e.platforms.items()
+        if name not in fragility.architectures
+    )
+
+
+def render_architectures(fragility: Fragility, robustness: Mapping[str, Any]) -> str:
+    """The README's section: per platform of another architecture, the lines that move and to
+    what, the readings robust on every x86-64 platform that move there (fragile now), and
+    the statements that no longer hold."""
+    if not fragility.architectures:
+        return "The evidence holds no platform of another architecture: run `nox -s arm64`.\n"
+    out = [
+        "The workshop's claims ran at the workshop's seeds on each platform below "
+        "(`nox -s arm64`). Per platform: the lines of `captures/results.log` that would "
+        "change, the readings that print alike on every x86-64 platform and move there (so "
+        "they are fragile, and the text's citations of them are judged so), and the "
+        "statements that would no longer hold.",
+        "",
+    ]
+    claims = robustness.get("claims", {})
+    for run, label in sorted(fragility.architectures.items()):
+        seen = moved_on(fragility, run)
+        out += _what_moves(label, seen, fragility.variants.get(run, ""))
+        newly = [m for m in seen if robust_elsewhere(fragility, m.evidence)]
+        out.append("")
+        out.append(
+            "Robust on every x86-64 platform, moved here: "
+            + (", ".join(f"{m.evidence.name} (line {m.evidence.line})" for m in newly) or "none")
+            + "."
+        )
+        failing = [
+            c for c, row in claims.items() if row.get("architectures", {}).get(label) == "failed"
+        ]
+        broken = [m for m in seen if m.breaks]
+        out += ["", *_statements(broken, failing, "there", "holds"), ""]
+    return "\n".join(out)
