@@ -2,6 +2,7 @@
 
     nox -s tests-3.12          # or tests-3.11, tests-3.13; `nox -l` lists them
     nox -s torch-2.15.0        # or torch-2.12.1, torch-2.14.1: that release's fragment
+    nox -s arm64               # Linux arm64 (Neoverse N1 and V1), under QEMU's emulation
 
 Each session makes a fresh virtual environment with that Python, installs the project with
 its pinned dependencies (`pip install -e '.[dev]'`), then runs `pytest claims/` and
@@ -17,6 +18,10 @@ snapshots/evidence/fragments/, then merges the evidence (`python -m bnvg.sweep -
 Its virtual environment is kept: a release already recorded installs and computes nothing,
 and the merge rewrites the same bytes.
 
+The `arm64` session builds an aarch64 Python with the pinned dependencies under
+`.nox/arm64/`, from Debian's and PyPI's packages, and computes the workshop's fragment on each
+emulated CPU model (`emulation/arm64.py` says how); run again, it builds and computes nothing.
+
 nox finds `python3.12` and `python3.13` on PATH; with pyenv, whose shims only answer for the
 selected versions, this file adds the bin folder of every installed pyenv Python first.
 """
@@ -27,6 +32,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -61,7 +67,7 @@ def tests(session: nox.Session) -> None:
     outputs = [f"--results-log={out / 'results.log'}", f"--diagrams={out / 'diagrams'}"]
     session.run("pytest", "claims/", *outputs, f"--record={out / 'record.json'}", *session.posargs)
     session.run("pytest", "claims/", "tests/", *outputs, *session.posargs)
-    session.run("python", "-m", "bnvg.evidence.outputs", str(out))
+    session.run("python", "-m", "bnvg.runner", str(out))
 
 
 def _dependencies_but_torch() -> list[str]:
@@ -86,3 +92,13 @@ def _release_session(release: str) -> None:
 
 for _release in RELEASES:
     _release_session(_release)
+
+
+@nox.session(python=False, default=False)
+def arm64(session: nox.Session) -> None:
+    """Linux arm64's fragments (Neoverse N1, V1), computed under QEMU; then the merge.
+
+    QEMU's user-mode emulation runs an aarch64 Python with the pinned dependencies, built
+    once under .nox/arm64/ from Debian's and PyPI's packages (emulation/arm64.py)."""
+    # The Python running nox brings pip, which fetches and unpacks the aarch64 wheels.
+    session.run(sys.executable, "emulation/arm64.py", *session.posargs, external=True)
