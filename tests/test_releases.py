@@ -131,3 +131,73 @@ def test_every_release_with_a_requirements_file_is_in_the_committed_evidence():
         assert f"- torch {release}: " in costs
         requirement = (ROOT / "requirements" / f"torch-{release}.txt").read_text()
         assert f"torch=={release}\n" in requirement
+
+
+# -- another architecture: what an arm64 reader sees ---------------------------------------------
+
+ARM = "aarch64-arm-neoverse-n1-emulated/workshop"
+
+
+def test_an_arm64_platform_lists_what_moves_and_what_was_robust_on_every_x86_64_platform():
+    claim = "claims/test_s8_other_fixes.py::test_layer_norm_row"
+    t = from_document(
+        build_document(
+            reference=("ref/workshop", readings()),
+            rounding={"amd/native": readings(acc=52.0), ARM: readings(acc=52.0, first=150)},
+            seeds={},
+            published=None,
+            line_of={"S8 layer norm": 96, "S6 batch norm": 66},
+            variants={ARM: "torch 2.13.0+cu130, ATen DEFAULT, emulated by QEMU"},
+            architectures={ARM: "aarch64, Arm Neoverse-N1, emulated"},
+        )
+    )
+    # Robust on x86-64 (only the reference printed it there), fragile now that arm64 moved it.
+    first = t.readings[FIRST_NAME]
+    assert report.robust_elsewhere(t, first) and first.status == "unstable"
+    assert not report.robust_elsewhere(t, t.readings[ACC_NAME])
+    robustness = build_robustness(
+        "ref",
+        {},
+        {},
+        {claim: "..."},
+        architectures={"aarch64, Arm Neoverse-N1, emulated": {claim: "failed"}},
+    )
+    text = report.render_architectures(t, robustness)
+    v = report.VERSIONS_LINE
+    assert (
+        "**aarch64, Arm Neoverse-N1, emulated** (torch 2.13.0+cu130, ATen DEFAULT, emulated by "
+        f"QEMU): 3 lines move ({v}, 66, 96)." in text
+    )
+    assert "- line 96, S8 layer norm, final test accuracy: 52.0 (here 51.5)" in text
+    assert (
+        "Robust on every x86-64 platform, moved here: "
+        "S6 batch norm, first step at the target (line 66)." in text
+    )
+    assert "- `test_layer_norm_row` fails" in text
+    assert "its bound breaks" in text
+    table_md = report.render_robustness(robustness, [("test_s8_other_fixes", "S8")])
+    assert "| claim | aarch64, Arm Neoverse-N1, emulated |" in table_md
+    assert "| `test_layer_norm_row` | **fails** |" in table_md
+
+
+def test_without_another_architecture_the_section_says_how_to_add_one():
+    assert "nox -s arm64" in report.render_architectures(
+        table({}), build_robustness("r", {}, {}, {})
+    )
+
+
+def test_the_committed_evidence_holds_linux_arm64_on_both_emulated_cpu_models():
+    """What `nox -s arm64` computed: named in fragility.md, robustness.md and the README."""
+    places = Places(ROOT)
+    fragility = load_fragility(places.fragility_json)
+    assert sorted(fragility.architectures.values()) == [
+        "aarch64, Arm Neoverse-N1, emulated",
+        "aarch64, Arm Neoverse-V1, emulated",
+    ]
+    fragility_md, robustness_md = places.fragility_md.read_text(), places.robustness_md.read_text()
+    readme = (ROOT / "README.md").read_text()
+    seen = readme.split("<!-- what an arm64 reader sees:", 1)[1].split("<!-- end of what", 1)[0]
+    for run, label in fragility.architectures.items():
+        assert f"`{run}` = " in fragility_md and "emulated by QEMU" in fragility.variants[run]
+        assert f"| {label} |" in robustness_md  # a column of each section's table
+        assert f"**{label}** (" in seen
