@@ -28,6 +28,12 @@ def _shared_folder(tmp_path_factory):
     return base.parent if base.name.startswith("popen-gw") else base
 
 
+@pytest.fixture(scope="session")
+def shared_folder(tmp_path_factory):
+    """The folder every xdist worker of this test session sees, for what they share."""
+    return _shared_folder(tmp_path_factory)
+
+
 def _saved_run(outputs):
     """A finished claims run read back from its folder (`_save_run`)."""
     return ClaimsRun(
