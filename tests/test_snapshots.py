@@ -1,8 +1,9 @@
 """Snapshots: a changed number fails exactly the claims that read it, naming it; one command
 updates both libraries' files; nothing a claim still owns is ever deleted.
 
-These run real claims in a scratch copy of the project, each session in a subprocess: the S5
-claims (pure arithmetic, no training), and the S9 claims for a training history (one run).
+These run real claims in a scratch copy of the project, each session in this process
+(pytester's in-process runs): the S5 claims (pure arithmetic, no training), and a new claim
+on the at-init measurements (no training either).
 """
 
 import os
@@ -10,9 +11,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-# Claims sessions in pytester subprocesses: the slow tier.
-pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 S5 = "test_s5_geometric_decay"
@@ -53,8 +51,10 @@ def text_file(project):
 
 
 def run(project, *args):
-    return project.runpytest_subprocess(
-        "claims", "-p", "no:randomly", "-p", "no:cacheprovider", *args
+    # importlib: this process may have imported the project's own claim modules, of the same
+    # names (the suite runs claims/ too); pytest's default would refuse a second file of one.
+    return project.runpytest_inprocess(
+        "claims", "-p", "no:randomly", "-p", "no:cacheprovider", "--import-mode=importlib", *args
     )
 
 
