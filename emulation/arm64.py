@@ -246,14 +246,15 @@ def qemu_version(qemu: Path) -> str:
 def python_for(cache: Path, built: dict[str, Path], cpu: str) -> Path:
     """A `python` that runs the aarch64 Python under QEMU as `cpu`. It is a script of this
     machine, so a process it starts with sys.executable (pytest's, Dask's) is emulated too."""
-    root = cache / cpu / "root"
-    midr = root / "sys/devices/system/cpu/cpu0/regs/identification/midr_el1"
-    if not midr.exists():
-        shutil.rmtree(root, ignore_errors=True)
-        root.parent.mkdir(parents=True, exist_ok=True)
-        run("cp", "-al", built["sysroot"], root)  # hard links: the sysroot costs nothing twice
+    # The sysroot again, as hard links (it costs nothing twice), with the CPU model's MIDR.
+    made = Step(cache / cpu / "root", [PYTHON_SUITE, SYSROOT_PACKAGES, CPUS[cpu]])
+    root = made.folder
+    if not made.done():
+        run("cp", "-al", f"{built['sysroot']}/.", made.start())
+        midr = root / "sys/devices/system/cpu/cpu0/regs/identification/midr_el1"
         midr.parent.mkdir(parents=True)
         midr.write_text(CPUS[cpu] + "\n")
+        made.finish()
     python = cache / cpu / "bin" / "python"
     python.parent.mkdir(parents=True, exist_ok=True)
     emulation = f"QEMU {qemu_version(built['qemu'])}, -cpu {cpu}"
