@@ -185,7 +185,15 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m bnvg.runner OUT", file=sys.stderr)
         return 2
-    for line in compare(Path(argv[0]), Places(ROOT)):
+    outputs = Path(argv[0])
+    if not (outputs / "results.log").is_file():
+        print(
+            f"{outputs / 'results.log'} does not exist: OUT is the folder a claims session wrote "
+            "with --results-log=OUT/results.log --diagrams=OUT/diagrams",
+            file=sys.stderr,
+        )
+        return 2
+    for line in compare(outputs, Places(ROOT)):
         print(line)
     return 0
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bnvg.places import Places
-from bnvg.runner import compare, differing_figures, differing_lines
+from bnvg.runner import compare, differing_figures, differing_lines, main
 
 
 def test_differing_lines_names_each_changed_line_and_each_line_only_one_log_has():
@@ -32,3 +32,11 @@ def test_a_run_is_compared_line_by_line_and_figure_by_figure(tmp_path):
         "  line 3: committed 'body', here (no such line)",
         "figures: 1 of 3 byte-identical to the committed ones; differ: b.png, c.png",
     ]
+
+
+def test_a_folder_no_session_wrote_is_refused_naming_the_file_and_the_options(tmp_path, capsys):
+    assert main([str(tmp_path)]) == 2
+    said = capsys.readouterr().err
+    assert f"{tmp_path / 'results.log'} does not exist" in said
+    assert "--results-log=OUT/results.log --diagrams=OUT/diagrams" in said
+    assert main([]) == 2 and "usage: python -m bnvg.runner OUT" in capsys.readouterr().err
