@@ -398,6 +398,12 @@ class Platform:
         )
 
     @property
+    def cpu_model(self) -> str:
+        """The CPU without what follows its model: "AuthenticAMD family 25 model 1",
+        "Arm Neoverse-N1"."""
+        return self.cpu.split(" (")[0]
+
+    @property
     def reproducible_across_cpus(self) -> bool:
         """Whether the CPU's vendor and model leave the bits alone: MKL's COMPATIBLE branch."""
         return self.mkl.split(",")[0] == "COMPATIBLE"
@@ -436,7 +442,7 @@ class Platform:
             f"{i['threads']}t",
         ]
         if "cpu" in i:
-            parts.append(i["cpu"].split(" (")[0])  # vendor, family and model; not the brand
+            parts.append(self.cpu_model or i["cpu"])  # vendor, family and model; not the brand
         if "emulated by" in i:
             parts.append("emulated")
         kept = "".join(c if c.isalnum() or c in "._" else "-" for c in "-".join(parts).lower())

@@ -73,7 +73,7 @@ def reference_platform(fragments: list[Fragment], places: Places) -> str:
 def architecture_label(platform: Platform) -> str:
     """A platform of another architecture, for a table's column: "aarch64, Arm Neoverse-N1,
     emulated"."""
-    said = [platform.machine, platform.cpu.split(" (")[0] or "CPU not recorded"]
+    said = [platform.machine, platform.cpu_model or "CPU not recorded"]
     return ", ".join(said + (["emulated"] if platform.emulation else []))
 
 
