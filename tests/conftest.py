@@ -1,6 +1,7 @@
 """The project's own tests: the library's contracts, and the plugin's behaviour via pytester."""
 
 import json
+import os
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 import torch
 from filelock import FileLock
 
-from bnvg.runner import ClaimsRun, run_claims
+from bnvg.runner import ClaimsRun, run_claims, scratch_copy
 
 pytest_plugins = ["pytester"]
 
@@ -123,6 +124,52 @@ def _no_outer_addopts(monkeypatch):
     """CI sets PYTEST_ADDOPTS=--recompute for its own sessions; the sessions these tests start
     say for themselves what they do."""
     monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+
+
+@pytest.fixture(scope="session")
+def _dynamo_imported():
+    """pytester puts sys.modules back as it found them; torch._dynamo, which torch.optim
+    imports as it first builds an optimizer, registers operators with torch and cannot be
+    imported a second time: so it is imported once, before any pytester (a session fixture
+    is set up before the function's)."""
+    import torch._dynamo  # noqa: F401
+
+
+@pytest.fixture
+def claims_here(_dynamo_imported, pytester, monkeypatch, tmp_path):
+    """`pytest claims/ ARGS` in a scratch copy of the project (`claims_here.path`, which a
+    test may change first), in this process (pytester's in-process run), with pytest's cache
+    in the folder given (None: no cache); returns the finished run, read through its record
+    (which must pass unless `passes=False`).
+    For the tests of what a session does, not of what a process does (its imports, its
+    kernels and threads, the code it runs): each subprocess would pay for Python's, pytest's
+    and, when it trains, torch's start-up."""
+    # On an xdist worker, its variables would make the session believe it is a worker too.
+    for name in [n for n in os.environ if n.startswith("PYTEST_XDIST")]:
+        monkeypatch.delenv(name)
+    scratch_copy(ROOT, pytester.path)
+
+    def run(out, *args, cache, passes=True):
+        outputs = tmp_path / out
+        caching = ["-p", "no:cacheprovider"] if cache is None else ["-o", f"cache_dir={cache}"]
+        result = pytester.runpytest_inprocess(
+            "claims/",
+            # This process may have imported the project's own claim modules, of these names.
+            "--import-mode=importlib",
+            "-p",
+            "no:randomly",
+            *caching,
+            f"--results-log={outputs / 'results.log'}",
+            f"--diagrams={outputs / 'diagrams'}",
+            f"--record={outputs / 'record.json'}",
+            *args,
+        )
+        done = ClaimsRun(result.ret, result.stdout.str(), result.stderr.str(), outputs)
+        assert done.returncode == 0 or not passes, done.tail()
+        return done
+
+    run.path = pytester.path
+    return run
 
 
 @pytest.fixture

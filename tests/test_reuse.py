@@ -7,7 +7,6 @@ reuse the test session's shared cache; those of when a run trains again keep a c
 of their own.
 """
 
-import os
 import re
 import shutil
 import subprocess
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bnvg.places import Places
-from bnvg.runner import ClaimsRun, differing_figures, run_claims, scratch_copy
+from bnvg.runner import differing_figures, run_claims, scratch_copy
 
 # Claims sessions in subprocesses that train and reuse networks: the slow tier.
 pytestmark = pytest.mark.slow
@@ -84,60 +83,20 @@ def own_copy(shared_cache, tmp_path):
     return shutil.copytree(shared_cache, tmp_path / "cache")
 
 
-@pytest.fixture(scope="session")
-def _dynamo_imported():
-    """pytester puts sys.modules back as it found them; torch._dynamo, which torch.optim
-    imports as it first builds an optimizer, registers operators with torch and cannot be
-    imported a second time: so it is imported once, before any pytester (a session fixture
-    is set up before the function's)."""
-    import torch._dynamo  # noqa: F401
-
-
-@pytest.fixture
-def eval_bug_here(_dynamo_imported, pytester, monkeypatch, tmp_path):
-    """`pytest claims/ -k eval_bug ARGS` in a scratch copy of the project, in this process
-    (pytester's in-process run), with pytest's cache in the folder given (None: no cache):
-    for the tests of when a run trains again, whose network trains in a second or two, while
-    a subprocess would pay as much again for Python's, pytest's and torch's start-up. Returns
-    the session's record."""
-    # On an xdist worker, its variables would make the session believe it is a worker too.
-    for name in [n for n in os.environ if n.startswith("PYTEST_XDIST")]:
-        monkeypatch.delenv(name)
-    scratch_copy(ROOT, pytester.path)
-
-    def run(out, cache, *args):
-        outputs = tmp_path / out
-        caching = ["-p", "no:cacheprovider"] if cache is None else ["-o", f"cache_dir={cache}"]
-        result = pytester.runpytest_inprocess(
-            "claims/",
-            "-k",
-            "eval_bug",
-            # This process may have imported the project's own claim modules, of these names.
-            "--import-mode=importlib",
-            "-p",
-            "no:randomly",
-            *caching,
-            f"--results-log={outputs / 'results.log'}",
-            f"--diagrams={outputs / 'diagrams'}",
-            f"--record={outputs / 'record.json'}",
-            *args,
-        )
-        done = ClaimsRun(result.ret, result.stdout.str(), result.stderr.str(), outputs)
-        assert done.returncode == 0, done.tail()
-        return done
-
-    return run
+def eval_bug_here(claims_here, out, cache, *args):
+    return claims_here(out, "-k", "eval_bug", *args, cache=cache)
 
 
 def test_recompute_strict_numbers_no_cache_and_cache_clear_train_again(
-    tmp_path, shared_cache, eval_bug_here
+    tmp_path, shared_cache, claims_here
 ):
+    """In this process (`claims_here`): a process's start-up is no part of what is tested."""
     cache = own_copy(shared_cache, tmp_path)
-    assert eval_bug_here("b", cache).record.reused == ("batch norm",)
+    assert eval_bug_here(claims_here, "b", cache).record.reused == ("batch norm",)
     for i, args in enumerate([["--recompute"], ["--strict-numbers"], ["--cache-clear"]]):
-        record = eval_bug_here(f"c{i}", cache, *args).record
+        record = eval_bug_here(claims_here, f"c{i}", cache, *args).record
         assert record.trained == ("batch norm",) and record.reused == (), args
-    assert eval_bug_here("d", None).record.trained == ("batch norm",)
+    assert eval_bug_here(claims_here, "d", None).record.trained == ("batch norm",)
 
 
 @pytest.mark.parametrize(
@@ -196,20 +155,20 @@ def test_editing_a_comment_of_the_training_code_trains_again_and_of_other_code_d
     assert run("c").trained == ("batch norm",)
 
 
-def test_a_corrupted_entry_is_reported_and_trained_again(tmp_path, eval_bug_here):
+def test_a_corrupted_entry_is_reported_and_trained_again(tmp_path, claims_here):
     cache = tmp_path / "cache"
-    eval_bug_here("a", cache)
+    eval_bug_here(claims_here, "a", cache)
     [entry] = (cache / "d" / "bnvg-runs").glob("*.bin")
     data = bytearray(entry.read_bytes())
     data[len(data) // 2] ^= 0xFF
     entry.write_bytes(bytes(data))
-    run = eval_bug_here("b", cache)
+    run = eval_bug_here(claims_here, "b", cache)
     assert run.record.damaged == ("batch norm",) and run.record.trained == ("batch norm",)
     assert (
         "the cached run 'batch norm' was damaged (its content does not match its checksum"
         in run.stdout
     )
-    assert eval_bug_here("c", cache).record.reused == ("batch norm",)  # and written anew
+    assert eval_bug_here(claims_here, "c", cache).record.reused == ("batch norm",)  # written anew
 
 
 def test_two_sessions_sharing_a_cache_train_a_run_once(tmp_path):

@@ -1,4 +1,6 @@
-"""Whole runs of the real claims, in subprocesses, as a user or CI would start them.
+"""Whole runs of the real claims: in subprocesses, as a user or CI would start them, and, for
+what a session does to a scratch copy of the project (updates, moved histories), in this
+process (`claims_here`).
 
 Each writes its log, diagrams and session record to a scratch folder, never to the
 repository's, and is read through its record (`bnvg.runner`), not its terminal output.
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bnvg.places import Places
-from bnvg.runner import differing_figures, run_claims, scratch_copy
+from bnvg.runner import differing_figures, run_claims
 
 # Whole claims sessions in subprocesses, cold and warm: the slow tier.
 pytestmark = pytest.mark.slow
@@ -141,37 +143,33 @@ def test_the_log_does_not_depend_on_order_distribution_or_thread_settings(
     assert seeds == {"1", "2"}
 
 
-def scratch_project(into):
-    return scratch_copy(ROOT, into)
-
-
 def snapshot_files(project):
     return {p: p.read_bytes() for p in (project / "snapshots").rglob("*") if p.is_file()}
 
 
-def test_a_partial_update_touches_no_other_snapshot_file(tmp_path, warm):
+def test_a_partial_update_touches_no_other_snapshot_file(claims_here, shared_cache):
     """`pytest claims/ -k eval_bug --snapshot-update` rewrites at most the eval-bug claims'
     files, and leaves every other snapshot file (and the recorded environment) as it was."""
-    project = scratch_project(tmp_path / "project")
-    before = snapshot_files(project)
-    warm(tmp_path / "out", "-k", "eval_bug", "--snapshot-update", cwd=project)
-    assert snapshot_files(project) == before
+    before = snapshot_files(claims_here.path)
+    claims_here("out", "-k", "eval_bug", "--snapshot-update", cache=shared_cache)
+    assert snapshot_files(claims_here.path) == before
 
 
-def test_a_full_update_keeps_the_reference_identity_and_says_when_it_changes(tmp_path, warm):
+def test_a_full_update_keeps_the_reference_identity_and_says_when_it_changes(
+    claims_here, shared_cache
+):
     """On any machine of the reference platform a full update leaves environment.json byte
     for byte (it names no machine); recorded for another torch, the update says the
     reference changed, naming both identities, and records this one."""
-    project = scratch_project(tmp_path / "project")
-    environment = project / "snapshots" / "environment.json"
+    environment = claims_here.path / "snapshots" / "environment.json"
     committed = environment.read_bytes()
-    first = warm(tmp_path / "same", "--snapshot-update", cwd=project)
+    first = claims_here("same", "--snapshot-update", cache=shared_cache)
     assert environment.read_bytes() == committed
     assert "the reference changed" not in first.stdout
     other = json.loads(committed)
     other["torch"] = "2.12.1+cu130"
     environment.write_text(json.dumps(other, indent=2, sort_keys=True) + "\n")
-    changed = warm(tmp_path / "changed", "--snapshot-update", cwd=project)
+    changed = claims_here("changed", "--snapshot-update", cache=shared_cache)
     said = changed.stdout.replace("\n", " ")
     assert "the reference changed: the snapshots now hold the numbers of " in said
     assert "(x86_64-torch-2.12.1-cu130-numpy-2.2.6-avx2-aten-avx2-mkl-compatible-" in said
@@ -179,16 +177,15 @@ def test_a_full_update_keeps_the_reference_identity_and_says_when_it_changes(tmp
 
 
 def test_a_moved_history_point_fails_every_claim_of_that_run_naming_run_step_and_quantity(
-    tmp_path, warm_claims, warm
+    claims_here, shared_cache
 ):
-    project = scratch_project(tmp_path / "project")
-    history = project / "snapshots" / "numbers" / "runs" / "batch-norm.csv"
+    history = claims_here.path / "snapshots" / "numbers" / "runs" / "batch-norm.csv"
     original = history.read_text()
     rows = original.splitlines()
     step, loss, acc = rows[42].split(",")  # step 2050
     rows[42] = ",".join([step, "0.5", acc])
     history.write_text("\n".join(rows) + "\n")
-    run = warm_claims(["-k", "eval_bug"], cwd=project, outputs=tmp_path / "out")
+    run = claims_here("out", "-k", "eval_bug", cache=shared_cache, passes=False)
     failed = [n for n, c in run.record.claims.items() if c.outcome == "failed"]
     assert len(failed) == 4 and all("test_s9_eval_bug" in n for n in failed)
     # Counted in the failure reports: under CI pytest repeats each message in the summary.
@@ -196,7 +193,7 @@ def test_a_moved_history_point_fails_every_claim_of_that_run_naming_run_step_and
     moved = f"run 'batch norm', step 2050, train loss: snapshot 0.5, here {float(loss)!r}"
     assert reports.count(moved) == 4
     # The update command puts the history back as it was computed.
-    warm(tmp_path / "again", "-k", "eval_bug", "--snapshot-update", cwd=project)
+    claims_here("again", "-k", "eval_bug", "--snapshot-update", cache=shared_cache)
     assert history.read_text() == original
 
 
@@ -316,13 +313,12 @@ def test_the_html_report_embeds_every_figure_and_each_claims_sentence_and_readin
 
 
 def test_a_moved_history_still_lets_its_claims_say_which_quoted_numbers_moved(
-    tmp_path, warm_claims
+    claims_here, shared_cache
 ):
     """A claim whose run's history moved fails on it only once it has quoted: the readings it
     computed that print otherwise than their snapshot are listed as moved (here the final loss
     stored as 0.0091), and its failure names both the readings and the history."""
-    project = scratch_project(tmp_path / "project")
-    numbers = project / "snapshots" / "numbers"
+    numbers = claims_here.path / "snapshots" / "numbers"
     history = numbers / "runs" / "batch-norm.csv"
     rows = history.read_text().splitlines()
     step, _, acc = rows[42].split(",")  # step 2050
@@ -336,7 +332,7 @@ def test_a_moved_history_still_lets_its_claims_say_which_quoted_numbers_moved(
     ]
     lines[at] = '"S6 batch norm, final train loss",0.0091'
     readings.write_text("\n".join(lines) + "\n")
-    run = warm_claims(["-k", claim], cwd=project, outputs=tmp_path / "out")
+    run = claims_here("out", "-k", claim, cache=shared_cache, passes=False)
     assert run.returncode == 1
     said = run.stdout
     assert "1 quoted number moved" in said
