@@ -110,7 +110,7 @@ def sweep(args: argparse.Namespace) -> int:
     if not args.merge_only:
         if args.scheduler:
             client = Client(args.scheduler)
-            cache_dir = None  # the workers' machines keep their own caches
+            cache_dir = None  # each worker keeps its own cache (`job.worker_cache`)
         else:
             local = LocalCluster(
                 n_workers=args.workers,

@@ -45,10 +45,25 @@ def pack(root: Path) -> bytes:
     return buffer.getvalue()
 
 
+def worker_cache() -> Path | None:
+    """A pytest cache of the Dask worker this runs on, in its local directory (which lives as
+    long as the worker), or None off a worker: a worker on another machine keeps what its
+    jobs computed (torch's facts, trained runs, each keyed by what it depends on) for its
+    later jobs, as a local cluster's jobs share the project's cache."""
+    from distributed import get_worker
+
+    try:
+        return Path(get_worker().local_directory) / "bnvg-cache"
+    except ValueError:  # not in a worker's task
+        return None
+
+
 def run_variant(
     variant: Variant, project: bytes, select: str | None = None, cache_dir: str | None = None
 ) -> dict[str, Any]:
-    """Run the claims under `variant` and return its fragment, as JSON-able data."""
+    """Run the claims under `variant` and return its fragment, as JSON-able data.
+    `cache_dir`: the pytest cache the session reuses and fills (the project's own for a local
+    cluster); without it, the worker's own (`worker_cache`)."""
     with tempfile.TemporaryDirectory(prefix="bnvg-sweep-") as scratch:
         root = Path(scratch) / "project"
         with tarfile.open(fileobj=io.BytesIO(project), mode="r:gz") as tar:
@@ -72,7 +87,7 @@ def run_variant(
             cwd=root,
             outputs=Path(scratch) / "out",
             env=env,
-            cache_dir=Path(cache_dir) if cache_dir else None,
+            cache_dir=Path(cache_dir) if cache_dir else worker_cache(),
         )
         if not run.record_path.exists() or run.returncode not in (0, 1):
             raise RuntimeError(f"the claims under {variant.name} did not finish:\n{run.tail()}")
