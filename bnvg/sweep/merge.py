@@ -137,14 +137,13 @@ def merge(fragments: list[Fragment], places: Places, experiment: str) -> Merged:
     }
     # Another architecture (arm64, under emulation or not) is another platform too; named, so
     # that what an arm64 reader sees can be said apart from what moves among x86-64 machines.
+    computed_on = {name: Platform.from_json(f.platform) for name, f in platforms.items()}
     architectures = {
-        name: architecture_label(Platform.from_json(f.platform))
-        for name, f in platforms.items()
-        if Platform.from_json(f.platform).machine != ref_machine
+        name: architecture_label(p) for name, p in computed_on.items() if p.machine != ref_machine
     }
     # A platform by what it computed on: its variant's name says what the sweep meant to vary,
     # its recorded platform what it was (fragments older than the kernel settings say less).
-    described = {name: Platform.from_json(f.platform).describe() for name, f in platforms.items()}
+    described = {name: p.describe() for name, p in computed_on.items()}
     described.update({n: f.variant.describe() for axis in seeds.values() for n, f in axis.items()})
     if published is not None:
         described["published"] = "the published log (torch 2.12.1)"
