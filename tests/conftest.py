@@ -136,7 +136,16 @@ def _dynamo_imported():
 
 
 @pytest.fixture
-def claims_here(_dynamo_imported, pytester, monkeypatch, tmp_path):
+def outside_xdist(monkeypatch):
+    """No xdist worker's variables: on a worker, they would make a claims session this test
+    starts believe it is a worker too (syrupy then leaves unused snapshots to a
+    controller)."""
+    for name in [n for n in os.environ if n.startswith("PYTEST_XDIST")]:
+        monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def claims_here(_dynamo_imported, outside_xdist, pytester, tmp_path):
     """`pytest claims/ ARGS` in a scratch copy of the project (`claims_here.path`, which a
     test may change first), in this process (pytester's in-process run), with pytest's cache
     in the folder given (None: no cache); returns the finished run, read through its record
@@ -144,9 +153,6 @@ def claims_here(_dynamo_imported, pytester, monkeypatch, tmp_path):
     For the tests of what a session does, not of what a process does (its imports, its
     kernels and threads, the code it runs): each subprocess would pay for Python's, pytest's
     and, when it trains, torch's start-up."""
-    # On an xdist worker, its variables would make the session believe it is a worker too.
-    for name in [n for n in os.environ if n.startswith("PYTEST_XDIST")]:
-        monkeypatch.delenv(name)
     scratch_copy(ROOT, pytester.path)
 
     def run(out, *args, cache, passes=True):

@@ -6,7 +6,6 @@ These run real claims in a scratch copy of the project, each session in this pro
 on the at-init measurements (no training either).
 """
 
-import os
 import shutil
 from pathlib import Path
 
@@ -19,13 +18,9 @@ STORED_DEEP = '"S5 factor 0.25, left at the deep depth",9.5367431640625e-07'
 
 
 @pytest.fixture
-def project(pytester, monkeypatch):
+def project(pytester, outside_xdist):
     """A scratch project holding the plugin, the S5 claims and all their snapshots, recorded
     on the reference platform (so a difference fails, as on the reference machine)."""
-    # When these tests run on an xdist worker, its variables would make the scratch run
-    # believe it is a worker too (syrupy then leaves unused snapshots to a controller).
-    for name in [n for n in os.environ if n.startswith("PYTEST_XDIST")]:
-        monkeypatch.delenv(name)
     shutil.copy(ROOT / "conftest.py", pytester.path / "conftest.py")
     (pytester.path / "claims").mkdir()
     shutil.copy(ROOT / "claims" / f"{S5}.py", pytester.path / "claims" / f"{S5}.py")
@@ -278,11 +273,9 @@ def test_the_plain_backward_signal_loses_80_percent_or_more_per_layer(at_init, q
 
 
 @pytest.fixture
-def new_sentence(pytester, monkeypatch):
+def new_sentence(pytester, outside_xdist):
     """A scratch project holding the plugin and, in a file of its own, a new claim that bounds
     line 41, which the S4 claims own (S4's own module is left out: its lines need not run)."""
-    for name in [n for n in os.environ if n.startswith("PYTEST_XDIST")]:
-        monkeypatch.delenv(name)
     shutil.copy(ROOT / "conftest.py", pytester.path / "conftest.py")
     (pytester.path / "claims").mkdir()
     (pytester.path / "claims" / "test_new_sentence.py").write_text(NEW_SENTENCE)
