@@ -17,6 +17,7 @@ the README's findings, and says which claims changed verdict since the committed
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -108,30 +109,39 @@ def sweep(args: argparse.Namespace) -> int:
             f"this checkout's ({short(experiment)}): they are stale, and computed again"
         )
     if not args.merge_only:
-        if args.scheduler:
-            client = Client(args.scheduler)
-            cache_dir = None  # each worker keeps its own cache (`job.worker_cache`)
-        else:
-            local = LocalCluster(
-                n_workers=args.workers,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            )
-            client = Client(local)
-            cache_dir = str(places.root / ".pytest_cache")  # resumes reuse trained runs
-        with client:
+        with contextlib.ExitStack() as running:
+            if args.scheduler:
+                client = running.enter_context(Client(args.scheduler))
+                machines = cluster.worker_machines(client)
+                cache_dir = None  # each worker keeps its own cache (`job.worker_cache`)
+            else:
+                machines = {cluster.HERE: cluster.machine_here()}
+                cache_dir = str(places.root / ".pytest_cache")  # resumes reuse trained runs
             jobs, total = cluster.plan(
-                client,
+                machines,
                 store,
                 args.seeds,
                 kernels=not args.no_kernels,
                 here_only=args.here,
                 release_only=args.release,
             )
-            project = pack(places.root)
-            failed = cluster.run(client, jobs, total, project, store, args.select, cache_dir)
+            failed: list[str] = []
+            if not jobs:
+                print(cluster.nothing_to_compute(total))
+            else:
+                if not args.scheduler:  # a cluster on this machine, only for jobs to run
+                    local = running.enter_context(
+                        LocalCluster(
+                            n_workers=args.workers,
+                            threads_per_worker=1,
+                            processes=True,
+                            dashboard_address=None,
+                            silence_logs=logging.ERROR,
+                        )
+                    )
+                    client = running.enter_context(Client(local))
+                project = pack(places.root)
+                failed = cluster.run(client, jobs, total, project, store, args.select, cache_dir)
         if failed:
             print(f"{len(failed)} jobs failed ({', '.join(failed)}); the tables were not written")
             return 1

@@ -1,7 +1,9 @@
 """Running the sweep's jobs on a Dask cluster, and saying how far it got.
 
-`plan` asks every worker what machine it is (its CPU, its torch build, the widest kernels it
-runs), then lists the jobs whose fragments are still missing: on each kind of machine the
+`plan` takes what machine each worker is (its CPU, its torch build, the widest kernels it
+runs: `worker_machines` asks a running cluster's workers; a cluster of this machine's is this
+machine, `machine_here`, known before any worker starts), then lists the jobs whose fragments
+are still missing: on each kind of machine the
 reference, MKL's own path and the machine's native kernels; once, the reference with one
 setting varied (ATen's scalar or AVX-512 kernels, two threads); and every seed, under the
 reference kernels. `run` submits them,
@@ -81,6 +83,21 @@ def _machine_here() -> dict[str, Any]:
     return {"platform": here.to_json(), "user set": user_set, "best": best}
 
 
+def _machine(found: Mapping[str, Any]) -> Machine:
+    return Machine(Platform.from_json(found["platform"]), found["user set"], found["best"])
+
+
+# The one "address" of a cluster this sweep starts on this machine: its workers, started with
+# this process's variables, are all this machine, so a job may run on any of them.
+HERE = "this machine"
+
+
+def machine_here() -> Machine:
+    """This machine, as each worker of a cluster started here will be (`HERE`): asked before
+    starting one, so that a sweep with nothing to compute starts none."""
+    return _machine(_machine_here())
+
+
 @dataclass(frozen=True)
 class Job:
     variant: Variant
@@ -90,14 +107,11 @@ class Job:
 def worker_machines(client: Client) -> dict[str, Machine]:
     """Each worker's address and machine."""
     found: dict[str, dict[str, Any]] = client.run(_machine_here)
-    return {
-        address: Machine(Platform.from_json(m["platform"]), m["user set"], m["best"])
-        for address, m in found.items()
-    }
+    return {address: _machine(m) for address, m in found.items()}
 
 
 def plan(
-    client: Client,
+    machines: Mapping[str, Machine],
     store: FragmentStore,
     seeds: int,
     kernels: bool = True,
@@ -108,8 +122,12 @@ def plan(
     each machine's own platforms, the workshop under the reference kernels (with whatever
     kernel variables the user set) and under its native kernels. `release_only`
     (`--release`): only the first, the workshop under the reference kernels: a torch
-    release's fragment, computed by the torch the workers run."""
-    machines = worker_machines(client)
+    release's fragment, computed by the torch the workers run. `machines`: each worker's
+    address and machine, or `{HERE: machine_here()}`."""
+
+    def on(addresses: Sequence[str]) -> tuple[str, ...] | None:
+        return None if HERE in machines else tuple(addresses)
+
     by_cpu: dict[str, list[str]] = {}  # one kind of machine: its CPU, torch and numpy
     for address, m in sorted(machines.items()):
         by_cpu.setdefault(m.runs(MKL_AUTO).id, []).append(address)
@@ -119,21 +137,27 @@ def plan(
     for addresses in by_cpu.values():
         machine = machines[addresses[0]]
         for v in own:
-            wanted.append((Job(v, tuple(addresses)), machine.runs(v).id))
+            wanted.append((Job(v, on(addresses)), machine.runs(v).id))
     if kernels and everything:
         any_machine = machines[sorted(machines)[0]]
         avx512 = [a for a, m in sorted(machines.items()) if m.best_aten == "AVX512"]
         for v in one_setting_varied(avx512=bool(avx512)):
-            workers = tuple(avx512) if v is ATEN_AVX512 else None
+            workers = on(avx512) if v is ATEN_AVX512 else None
             wanted.append((Job(v, workers), any_machine.runs(v).id))
     if everything:
         # Seeds on one kind of machine (the first, in a fixed order), so that where their
         # fragments land is known before they run.
         first = next(iter(sorted(by_cpu.items())))[1]
         reference = machines[first[0]].runs(WORKSHOP).id
-        wanted += [(Job(v, tuple(first)), reference) for v in seed_variants(seeds)]
+        wanted += [(Job(v, on(first)), reference) for v in seed_variants(seeds)]
     todo = [job for job, pid in wanted if not store.has(pid, job.variant.name)]
     return todo, len(wanted)
+
+
+def nothing_to_compute(total: int) -> str:
+    """What a sweep whose fragments are all there says."""
+    there = "the one fragment asked for is" if total == 1 else f"all {total} fragments are"
+    return f"nothing to compute: {there} there"
 
 
 def _clock(seconds: float) -> str:
@@ -151,11 +175,8 @@ def run(
     cache_dir: str | None = None,
     say: Say = print,
 ) -> list[str]:
-    """Run `jobs`, writing each fragment as it arrives; return the names of those that failed."""
-    if not jobs:
-        there = "the one fragment asked for is" if total == 1 else f"all {total} fragments are"
-        say(f"nothing to compute: {there} there")
-        return []
+    """Run `jobs` (at least one), writing each fragment as it arrives; return the names of
+    those that failed."""
     already = total - len(jobs)
     say(
         f"{len(jobs)} of {total} jobs to run"
