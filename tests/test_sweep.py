@@ -101,6 +101,16 @@ def copy_of(folder, tmp_path):
     return shutil.copytree(folder, tmp_path / folder.name)
 
 
+def fresh_project_keeping_the_cache_of(folder, into):
+    """A project with no sweep evidence (`project`), with the pytest cache of the sweep in
+    `folder`: its jobs reuse what that sweep's jobs asked torch about this machine's platforms
+    and drew, instead of importing torch again (what a job computes is read from its record,
+    whichever)."""
+    fresh = project(into)
+    shutil.copytree(folder / ".pytest_cache", fresh / ".pytest_cache")
+    return fresh
+
+
 def test_a_sweep_says_its_progress_and_writes_a_fragment_per_job_and_the_tables(swept):
     folder, said = swept
     assert "7 of 7 jobs to run, on 2 workers" in said
@@ -155,7 +165,7 @@ def test_a_killed_sweep_resumes_computing_only_the_missing_fragments_on_any_numb
 ):
     """Killed, then resumed, on one worker: the same bytes as the two workers of `swept`."""
     folder, _ = swept
-    resumed = project(tmp_path / "resumed")
+    resumed = fresh_project_keeping_the_cache_of(folder, tmp_path / "resumed")
     fragments = resumed / "snapshots/evidence/fragments"
     started = subprocess.Popen(
         [
@@ -228,7 +238,7 @@ def test_fragments_are_the_same_bytes_whenever_encoded_and_a_damaged_one_is_name
 
 def test_a_capped_platform_keeps_every_fragment_of_the_higher_capability(swept, tmp_path):
     folder, _ = swept
-    capped = project(tmp_path / "capped")
+    capped = fresh_project_keeping_the_cache_of(folder, tmp_path / "capped")
     shutil.copytree(
         folder / "snapshots/evidence/fragments", capped / "snapshots/evidence/fragments"
     )
