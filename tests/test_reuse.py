@@ -170,8 +170,7 @@ def test_a_corrupted_entry_is_reported_and_trained_again(tmp_path, claims_here):
     run = one_run_here(claims_here, "b", cache)
     assert run.record.damaged == ("plain",) and run.record.trained == ("plain",)
     assert (
-        "the cached run 'plain' was damaged (its content does not match its checksum"
-        in run.stdout
+        "the cached run 'plain' was damaged (its content does not match its checksum" in run.stdout
     )
     assert one_run_here(claims_here, "c", cache).record.reused == ("plain",)  # written anew
 

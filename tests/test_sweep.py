@@ -61,9 +61,19 @@ def experiment_of(folder):
     return experiment_fingerprint(Places(folder))
 
 
+# `python -m bnvg.sweep`, saying at its end whether it imported torch.
+SWEEP_SAYING_TORCH = """
+import runpy, sys
+try:
+    runpy.run_module("bnvg.sweep", run_name="__main__", alter_sys=True)
+finally:
+    print("torch imported:", "torch" in sys.modules)
+"""
+
+
 def sweep(folder, *args, env=None, check=True):
     done = subprocess.run(
-        [sys.executable, "-m", "bnvg.sweep", "--project", str(folder), *args],
+        [sys.executable, "-c", SWEEP_SAYING_TORCH, "--project", str(folder), *args],
         capture_output=True,
         text=True,
         timeout=900,
@@ -141,11 +151,16 @@ def test_a_sweep_says_its_progress_and_writes_a_fragment_per_job_and_the_tables(
     assert "claims hold in every run" in readme
 
 
-def test_a_second_sweep_computes_nothing_and_writes_the_same_bytes(swept, tmp_path):
+def test_a_second_sweep_computes_nothing_imports_no_torch_and_writes_the_same_bytes(
+    swept, tmp_path
+):
+    """What this machine is, the sweep reads from torch's facts its jobs kept in the
+    project's pytest cache; with every fragment there, it starts no cluster."""
     folder, _ = swept
     again = copy_of(folder, tmp_path)
     said = sweep(again, "--seeds", "2", *QUICK)
     assert "nothing to compute: all 7 fragments are there" in said
+    assert "torch imported: False" in said
     assert evidence_bytes(again) == evidence_bytes(folder)
     assert (again / "README.md").read_bytes() == (folder / "README.md").read_bytes()
 

@@ -259,7 +259,8 @@ def reference_line() -> str:
 
 # -- what torch says of this process, kept without torch ------------------------------------
 
-TORCH_FACTS = ("torch", "cpu capability")
+TORCH_FACTS = ("torch", "cpu capability", "widest capability")
+TORCH_FACTS_FOLDER = "bnvg-torch"  # where pytest's cache keeps them (its d/ folder)
 
 
 def _torch_facts_key() -> str:
@@ -273,6 +274,7 @@ def _torch_facts_key() -> str:
         "cpu flags": cpu_flags(),
         "machine": _python_platform.machine(),
         "ATEN_CPU_CAPABILITY": os.environ.get("ATEN_CPU_CAPABILITY", ""),
+        "facts": TORCH_FACTS,  # a fact added is a new key, never an old entry read as damaged
     }
     return digest(json.dumps(inputs, sort_keys=True))
 
@@ -280,9 +282,17 @@ def _torch_facts_key() -> str:
 def _ask_torch() -> dict[str, str]:
     from bnvg.experiment.runtime import torch
 
+    if not x86_64():  # ATen's own choice by the CPU: "DEFAULT" (NEON) or "SVE256"
+        widest = torch.backends.cpu.get_cpu_capability().upper()
+    elif torch.cpu._is_avx512_supported():
+        widest = "AVX512"
+    else:
+        widest = "AVX2" if torch.cpu._is_avx2_supported() else "DEFAULT"
     return {
         "torch": str(torch.__version__),  # a TorchVersion, which xdist cannot ship
         "cpu capability": torch.backends.cpu.get_cpu_capability(),
+        # The widest kernels this CPU runs, whatever ATEN_CPU_CAPABILITY asks (the sweep's).
+        "widest capability": widest,
     }
 
 
@@ -294,7 +304,8 @@ def _facts_of(entry: Entry) -> dict[str, str]:
 
 
 def torch_facts(store: Store | None = None) -> dict[str, str]:
-    """{"torch": "2.13.0+cpu", "cpu capability": "AVX2"} for this process. Importing torch
+    """{"torch": "2.13.0+cpu", "cpu capability": "AVX2", "widest capability": "AVX512"} for
+    this process. Importing torch
     only to ask costs a second, so the answer is kept in `store` (pytest's cache) under a key
     of what it depends on; without a store, torch is asked."""
     facts = Memo(store, "torch facts").get(

@@ -41,7 +41,7 @@ from bnvg.evidence.fragility import load as load_fragility
 from bnvg.evidence.fragments import FragmentStore, experiment_fingerprint, seed_variant_name
 from bnvg.evidence.verdicts import HELD, NEW, REFERENCE, Standing
 from bnvg.experiment import platform
-from bnvg.experiment.platform import Platform, torch_facts
+from bnvg.experiment.platform import TORCH_FACTS_FOLDER, Platform, torch_facts
 from bnvg.log.layout import claimed_keys
 from bnvg.places import Places
 from bnvg.store import Event, Store
@@ -406,7 +406,6 @@ def only_claims(config: pytest.Config) -> bool:
 
 
 # -- the platform, and where it stands with the evidence ------------------------------------
-TORCH_FACTS_FOLDER = "bnvg-torch"
 FACTS = pytest.StashKey[dict[str, str]]()
 PLATFORM = pytest.StashKey[Platform]()
 STANDING = pytest.StashKey[Standing]()

@@ -115,8 +115,9 @@ def sweep(args: argparse.Namespace) -> int:
                 machines = cluster.worker_machines(client)
                 cache_dir = None  # each worker keeps its own cache (`job.worker_cache`)
             else:
-                machines = {cluster.HERE: cluster.machine_here()}
-                cache_dir = str(places.root / ".pytest_cache")  # resumes reuse trained runs
+                cache = places.root / ".pytest_cache"  # resumes reuse trained runs
+                machines = {cluster.HERE: cluster.machine_here(cache)}
+                cache_dir = str(cache)
             jobs, total = cluster.plan(
                 machines,
                 store,

@@ -18,13 +18,14 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from distributed import Client, as_completed
 
 from bnvg.evidence.fragments import Fragment, FragmentStore, Variant
-from bnvg.experiment.platform import NOT_SET, TORCH_REFERENCE, VARIABLES, Platform, x86_64
-from bnvg.sweep.job import run_variant
+from bnvg.experiment.platform import NOT_SET, TORCH_REFERENCE, VARIABLES, Platform
+from bnvg.sweep.job import run_variant, worker_cache
 from bnvg.sweep.variants import (
     ATEN_AVX512,
     MKL_AUTO,
@@ -60,27 +61,29 @@ class Machine:
         return self.platform.with_settings(variables, variant.threads, self.best_aten)
 
 
-def _machine_here() -> dict[str, Any]:
-    """This worker's machine, as JSON (run on the worker; torch's own CPU check, whatever
-    the worker's variables say)."""
-    import torch
+def _machine_here(cache: Path | None) -> dict[str, Any]:
+    """This process's machine, as JSON (torch's own CPU check, whatever the variables say).
+    `cache`: the pytest cache its jobs keep torch's facts in (`torch_facts`): once a job or
+    an earlier sweep asked torch there, nobody imports torch to ask again."""
+    from bnvg.experiment.platform import (
+        NUMPY_VARIABLE,
+        TORCH_FACTS_FOLDER,
+        numpy_reference,
+        numpy_simd,
+        set_by_user,
+        torch_facts,
+    )
+    from bnvg.store import Store
 
-    from bnvg.experiment.platform import NUMPY_VARIABLE, numpy_reference, numpy_simd, set_by_user
-
-    if not x86_64():  # ATen's own choice by the CPU: "DEFAULT" (NEON) or "SVE256"
-        best = torch.backends.cpu.get_cpu_capability().upper()
-    elif torch.cpu._is_avx512_supported():
-        best = "AVX512"
-    else:
-        best = "AVX2" if torch.cpu._is_avx2_supported() else "DEFAULT"
+    facts = torch_facts(Store(cache / "d" / TORCH_FACTS_FOLDER) if cache else None)
     # A kernel variable a bnvg process set (inherited from whatever started this worker) is
     # no choice of this machine's user: each job's session decides it again.
     user_set = {name: os.environ[name] for name in set_by_user()}
-    here = Platform.here(threads=1)
+    here = Platform.here(threads=1, facts=facts)
     if NUMPY_VARIABLE not in user_set:
         # Every job's session caps numpy as the reference does (under its native kernels too).
         here = replace(here, numpy_simd=numpy_simd(without=numpy_reference().split()))
-    return {"platform": here.to_json(), "user set": user_set, "best": best}
+    return {"platform": here.to_json(), "user set": user_set, "best": facts["widest capability"]}
 
 
 def _machine(found: Mapping[str, Any]) -> Machine:
@@ -92,10 +95,16 @@ def _machine(found: Mapping[str, Any]) -> Machine:
 HERE = "this machine"
 
 
-def machine_here() -> Machine:
+def machine_here(cache: Path) -> Machine:
     """This machine, as each worker of a cluster started here will be (`HERE`): asked before
-    starting one, so that a sweep with nothing to compute starts none."""
-    return _machine(_machine_here())
+    starting one, so that a sweep with nothing to compute starts none. `cache`: the pytest
+    cache of the sweep's jobs."""
+    return _machine(_machine_here(cache))
+
+
+def _worker_machine() -> dict[str, Any]:
+    """The machine of the worker this runs on, with its jobs' cache (`job.worker_cache`)."""
+    return _machine_here(worker_cache())
 
 
 @dataclass(frozen=True)
@@ -106,7 +115,7 @@ class Job:
 
 def worker_machines(client: Client) -> dict[str, Machine]:
     """Each worker's address and machine."""
-    found: dict[str, dict[str, Any]] = client.run(_machine_here)
+    found: dict[str, dict[str, Any]] = client.run(_worker_machine)
     return {address: _machine(m) for address, m in found.items()}
 
 
