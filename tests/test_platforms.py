@@ -21,6 +21,7 @@ from bnvg.runner import environment, run_claims, scratch_copy
 ROOT = Path(__file__).resolve().parent.parent
 SCALAR = {"ATEN_CPU_CAPABILITY": "default"}
 EVAL_BUG = Path("claims") / "test_s9_eval_bug.py"
+SCALAR_KERNELS = pytest.mark.xdist_group("scalar kernels")
 
 
 def scalar_fragment(project):
@@ -30,7 +31,8 @@ def scalar_fragment(project):
 
 @pytest.fixture(scope="module")
 def scalar_cache(tmp_path_factory):
-    """One cache for this module's runs: the scalar kernels' batch-norm net is trained once."""
+    """One cache for this module's runs: the scalar kernels' batch-norm net is trained once
+    (its tests are one xdist group, `SCALAR_KERNELS`, so one worker runs them all)."""
     return tmp_path_factory.mktemp("scalar-cache")
 
 
@@ -46,6 +48,7 @@ def project(tmp_path):
 
 
 @pytest.mark.slow
+@SCALAR_KERNELS
 def test_a_platform_the_evidence_holds_is_compared_exactly_with_its_own_numbers(
     project, tmp_path, scalar_cache
 ):
@@ -72,6 +75,7 @@ def test_a_platform_the_evidence_holds_is_compared_exactly_with_its_own_numbers(
 
 
 @pytest.mark.slow
+@SCALAR_KERNELS
 def test_a_new_platform_passes_on_its_statements_reporting_drift_and_fails_a_broken_one(
     project, tmp_path, scalar_cache
 ):
@@ -152,9 +156,7 @@ def standing_settings(**changes):
 
 
 @pytest.mark.slow
-def test_a_changed_recipe_fails_exactly_on_the_reference_and_the_evidence_is_stale(
-    tmp_path, scalar_cache
-):
+def test_a_changed_recipe_fails_exactly_on_the_reference_and_the_evidence_is_stale(tmp_path):
     """lr 0.5 -> 0.45 in a copy of bnvg: every eval-bug claim reads the moved batch-norm
     run and fails, nothing is reported as drift, and the summary says the sweep measured
     another experiment."""

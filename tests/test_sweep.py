@@ -307,6 +307,9 @@ def loopback_cluster(tmp_path):
                     "1",
                     "--name",
                     name,
+                    # No nanny process to restart a worker that died: a test's workers live
+                    # as long as the test, and a dead one is a failure to see.
+                    "--no-nanny",
                     *common,
                 ],
                 stdout=subprocess.DEVNULL,

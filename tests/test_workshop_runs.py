@@ -72,6 +72,10 @@ def parallel_run(cold_parallel_run):
     return cold_parallel_run
 
 
+# The tests of the cold serial run run on one xdist worker, which runs it once.
+COLD_SERIAL = pytest.mark.xdist_group("cold serial run")
+
+
 @pytest.fixture(scope="module")
 def cold_serial_run(tmp_path_factory):
     """A cold run in one process, shuffled another way, with OMP_NUM_THREADS=8 set as a user
@@ -118,6 +122,7 @@ def test_every_reading_is_recorded_by_name_and_every_run_history_with_it(paralle
     assert all(c.outcome == "passed" for c in record.claims.values())
 
 
+@COLD_SERIAL
 def test_cold_serial_and_parallel_runs_train_each_run_once_and_draw_the_committed_diagrams(
     parallel_run, cold_serial_run
 ):
@@ -126,6 +131,7 @@ def test_cold_serial_and_parallel_runs_train_each_run_once_and_draw_the_committe
     assert differing_figures(parallel_run.diagrams, Places(ROOT)) == []
 
 
+@COLD_SERIAL
 def test_the_log_does_not_depend_on_order_distribution_or_thread_settings(
     parallel_run, cold_serial_run, committed_log
 ):
