@@ -20,6 +20,8 @@ pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parent.parent
 # The cold run that fills the shared cache: the whole suite, shuffled, on two workers.
 COLD_PARALLEL = ("-n", "2", "-p", "randomly", "--randomly-seed=2")
+# The cold run beside it: one process, shuffled another way.
+COLD_SERIAL = ("-n", "0", "-p", "randomly", "--randomly-seed=1")
 
 
 def _shared_folder(tmp_path_factory):
@@ -51,23 +53,43 @@ def _save_run(run):
     (run.outputs / "returncode").write_text(str(run.returncode))  # last: the run is complete
 
 
+def _once_per_session(tmp_path_factory, name, start):
+    """The claims run `start(outputs)` starts, run once per test session: by whichever xdist
+    worker asks first, while the others wait for it and read its folder."""
+    shared = _shared_folder(tmp_path_factory)
+    outputs = shared / name
+    with FileLock(str(shared / f"{name}.lock")):
+        if not (outputs / "returncode").exists():
+            _save_run(start(outputs))
+    run = _saved_run(outputs)
+    assert run.returncode == 0, run.tail()
+    return run
+
+
 @pytest.fixture(scope="session")
 def cold_parallel_run(tmp_path_factory):
     """The test session's one cold run of the whole suite on two workers (shuffled, seed 2):
     it trains each network and draws each figure into the shared cache (`shared_cache`),
-    which every later whole run of this session that tests no cold behaviour reuses. Whichever
-    xdist worker asks first runs it; the other waits for it and reads its folder."""
-    shared = _shared_folder(tmp_path_factory)
-    outputs = shared / "cold-parallel"
-    with FileLock(str(shared / "cold-parallel.lock")):
-        if not (outputs / "returncode").exists():
-            run = run_claims(
-                COLD_PARALLEL, cwd=ROOT, outputs=outputs, cache_dir=shared / "cache", timeout=900
-            )
-            _save_run(run)
-    run = _saved_run(outputs)
-    assert run.returncode == 0, run.tail()
-    return run
+    which every later whole run of this session that tests no cold behaviour reuses."""
+
+    def start(outputs):
+        cache = _shared_folder(tmp_path_factory) / "cache"
+        return run_claims(COLD_PARALLEL, cwd=ROOT, outputs=outputs, cache_dir=cache, timeout=900)
+
+    return _once_per_session(tmp_path_factory, "cold-parallel", start)
+
+
+@pytest.fixture(scope="session")
+def cold_serial_run(tmp_path_factory):
+    """The test session's cold run in one process, shuffled another way (seed 1), with
+    OMP_NUM_THREADS=8 set as a user might: beside the parallel run, what the log must not
+    depend on. It uses no cache, so it trains every network itself."""
+
+    def start(outputs):
+        env = {"OMP_NUM_THREADS": "8"}
+        return run_claims(COLD_SERIAL, cwd=ROOT, outputs=outputs, env=env, timeout=900)
+
+    return _once_per_session(tmp_path_factory, "cold-serial", start)
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,6 @@ from bnvg.runner import environment, run_claims, scratch_copy
 ROOT = Path(__file__).resolve().parent.parent
 SCALAR = {"ATEN_CPU_CAPABILITY": "default"}
 EVAL_BUG = Path("claims") / "test_s9_eval_bug.py"
-SCALAR_KERNELS = pytest.mark.xdist_group("scalar kernels")
 
 
 def scalar_fragment(project):
@@ -29,11 +28,12 @@ def scalar_fragment(project):
     return folder / "aten-default.json.gz"
 
 
-@pytest.fixture(scope="module")
-def scalar_cache(tmp_path_factory):
-    """One cache for this module's runs: the scalar kernels' batch-norm net is trained once
-    (its tests are one xdist group, `SCALAR_KERNELS`, so one worker runs them all)."""
-    return tmp_path_factory.mktemp("scalar-cache")
+@pytest.fixture(scope="session")
+def scalar_cache(shared_folder):
+    """One cache for this module's runs, on whichever xdist worker each runs: the scalar
+    kernels' batch-norm net is trained once (a session that needs it while another trains it
+    waits for that one's entry: `bnvg.store`)."""
+    return shared_folder / "scalar-cache"
 
 
 def eval_bug_on_scalar_kernels(project, cache, out):
@@ -48,7 +48,6 @@ def project(tmp_path):
 
 
 @pytest.mark.slow
-@SCALAR_KERNELS
 def test_a_platform_the_evidence_holds_is_compared_exactly_with_its_own_numbers(
     project, tmp_path, scalar_cache
 ):
@@ -75,7 +74,6 @@ def test_a_platform_the_evidence_holds_is_compared_exactly_with_its_own_numbers(
 
 
 @pytest.mark.slow
-@SCALAR_KERNELS
 def test_a_new_platform_passes_on_its_statements_reporting_drift_and_fails_a_broken_one(
     project, tmp_path, scalar_cache
 ):

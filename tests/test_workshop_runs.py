@@ -15,20 +15,13 @@ from pathlib import Path
 import pytest
 
 from bnvg.places import Places
-from bnvg.runner import differing_figures, run_claims
+from bnvg.runner import differing_figures
 
 # Whole claims sessions in subprocesses, cold and warm: the slow tier.
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_LOG = ROOT.parent / "shared" / "tools" / "reference-log"
-
-
-def claims(tmp_path, *args, env=None, cwd=ROOT):
-    """A cold run: it uses no cache, so it trains every network its claims need."""
-    run = run_claims(args, cwd=cwd, outputs=tmp_path, env=env, timeout=900)
-    assert run.returncode == 0, run.tail()
-    return run
 
 
 @pytest.fixture
@@ -72,21 +65,6 @@ def parallel_run(cold_parallel_run):
     return cold_parallel_run
 
 
-# The tests of the cold serial run run on one xdist worker, which runs it once.
-COLD_SERIAL = pytest.mark.xdist_group("cold serial run")
-
-
-@pytest.fixture(scope="module")
-def cold_serial_run(tmp_path_factory):
-    """A cold run in one process, shuffled another way, with OMP_NUM_THREADS=8 set as a user
-    might: beside the parallel run, what the log must not depend on."""
-    return claims(
-        tmp_path_factory.mktemp("serial"),
-        *("-n", "0", "-p", "randomly", "--randomly-seed=1"),
-        env={"OMP_NUM_THREADS": "8"},
-    )
-
-
 def test_the_full_suite_trains_each_of_the_twelve_runs_once_across_workers(parallel_run):
     trained = parallel_run.record.trained
     assert len(trained) == len(set(trained)) == 12
@@ -122,7 +100,6 @@ def test_every_reading_is_recorded_by_name_and_every_run_history_with_it(paralle
     assert all(c.outcome == "passed" for c in record.claims.values())
 
 
-@COLD_SERIAL
 def test_cold_serial_and_parallel_runs_train_each_run_once_and_draw_the_committed_diagrams(
     parallel_run, cold_serial_run
 ):
@@ -131,7 +108,6 @@ def test_cold_serial_and_parallel_runs_train_each_run_once_and_draw_the_committe
     assert differing_figures(parallel_run.diagrams, Places(ROOT)) == []
 
 
-@COLD_SERIAL
 def test_the_log_does_not_depend_on_order_distribution_or_thread_settings(
     parallel_run, cold_serial_run, committed_log
 ):
