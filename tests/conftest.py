@@ -2,6 +2,9 @@
 
 import json
 import os
+import subprocess
+import sys
+import time
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -18,6 +21,7 @@ from bnvg.runner import ClaimsRun, run_claims, scratch_copy
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parent.parent
+REFERENCE_LOG = ROOT.parent / "shared" / "tools" / "reference-log"
 # The cold run that fills the shared cache: the whole suite, shuffled, on two workers.
 COLD_PARALLEL = ("-n", "2", "-p", "randomly", "--randomly-seed=2")
 # The cold run beside it: one process, shuffled another way.
@@ -90,6 +94,53 @@ def cold_serial_run(tmp_path_factory):
         return run_claims(COLD_SERIAL, cwd=ROOT, outputs=outputs, env=env, timeout=900)
 
     return _once_per_session(tmp_path_factory, "cold-serial", start)
+
+
+def _start_the_script_once(folder):
+    """Starts the workshop script as reference-log runs it (under the reference kernels, one
+    thread, in a scratch folder, with this Python), unless a process of this test session
+    started it already; a shell writes what it printed and, last, its exit status into
+    `folder`, even after the xdist worker that started it has ended."""
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        os.close(os.open(folder / "started", os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        return
+    # The exit status last, and by a rename: its file says the script is done.
+    shell = '"$0" >stdout 2>stderr; echo $? >returncode.tmp; mv returncode.tmp returncode'
+    subprocess.Popen(
+        ["sh", "-c", shell, str(REFERENCE_LOG)],
+        cwd=folder,
+        env={**os.environ, "PYTHON": sys.executable},
+        start_new_session=True,
+    )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _the_script_starts_with_the_session(request, shared_folder):
+    """When the session runs the script's test, the script starts as the session's tests do,
+    in the background: as long as the script takes, started when its test comes (last), it
+    would run alone at the session's end while the other xdist worker idles."""
+    if REFERENCE_LOG.exists() and any(
+        "workshop_script_log" in item.fixturenames for item in request.session.items
+    ):
+        _start_the_script_once(shared_folder / "script")
+
+
+@pytest.fixture(scope="session")
+def workshop_script_log(shared_folder):
+    """The log the workshop script wrote in this environment, waited for; a skip without
+    ../shared beside the project."""
+    if not REFERENCE_LOG.exists():
+        pytest.skip(f"needs {REFERENCE_LOG.relative_to(ROOT.parent)}")
+    folder = shared_folder / "script"
+    _start_the_script_once(folder)
+    deadline = time.monotonic() + 900
+    while not (folder / "returncode").exists():
+        assert time.monotonic() < deadline, "the workshop script did not end in 15 minutes"
+        time.sleep(0.2)
+    assert (folder / "returncode").read_text().strip() == "0", (folder / "stderr").read_text()
+    return Path((folder / "stdout").read_text().strip()).read_bytes()
 
 
 @pytest.fixture(scope="session")

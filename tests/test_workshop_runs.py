@@ -8,8 +8,6 @@ repository's, and is read through its record (`bnvg.runner`), not its terminal o
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,6 @@ from bnvg.runner import differing_figures
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
-REFERENCE_LOG = ROOT.parent / "shared" / "tools" / "reference-log"
 
 
 @pytest.fixture
@@ -179,18 +176,11 @@ def test_a_moved_history_point_fails_every_claim_of_that_run_naming_run_step_and
     assert history.read_text() == original
 
 
-@pytest.mark.skipif(not REFERENCE_LOG.exists(), reason="needs ../shared/tools/reference-log")
-def test_the_committed_log_is_byte_identical_to_the_workshop_scripts_log(committed_log):
+def test_the_committed_log_is_byte_identical_to_the_workshop_scripts_log(
+    workshop_script_log, committed_log
+):
     """In this environment (the pinned torch, one thread) the script and the claims agree."""
-    result = subprocess.run(
-        [str(REFERENCE_LOG)],
-        env={**os.environ, "PYTHON": sys.executable},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
-    committed_log.check(Path(result.stdout.strip()).read_bytes())
+    committed_log.check(workshop_script_log)
 
 
 WORKSHOP_TEXT = """\
