@@ -28,17 +28,13 @@ COLD_PARALLEL = ("-n", "2", "-p", "randomly", "--randomly-seed=2")
 COLD_SERIAL = ("-n", "0", "-p", "randomly", "--randomly-seed=1")
 
 
-def _shared_folder(tmp_path_factory):
-    """A folder every xdist worker of this test session sees: the parent of the workers'
-    own temporary folders (pytest-xdist's recipe for session-wide fixtures)."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if base.name.startswith("popen-gw") else base
-
-
 @pytest.fixture(scope="session")
 def shared_folder(tmp_path_factory):
-    """The folder every xdist worker of this test session sees, for what they share."""
-    return _shared_folder(tmp_path_factory)
+    """A folder every xdist worker of this test session sees, for what they share: the
+    parent of the workers' own temporary folders (pytest-xdist's recipe for session-wide
+    fixtures)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if base.name.startswith("popen-gw") else base
 
 
 def _saved_run(outputs):
@@ -57,10 +53,10 @@ def _save_run(run):
     (run.outputs / "returncode").write_text(str(run.returncode))  # last: the run is complete
 
 
-def _once_per_session(tmp_path_factory, name, start):
-    """The claims run `start(outputs)` starts, run once per test session: by whichever xdist
-    worker asks first, while the others wait for it and read its folder."""
-    shared = _shared_folder(tmp_path_factory)
+def _once_per_session(shared, name, start):
+    """The claims run `start(outputs)` starts, run once per test session into the shared
+    folder: by whichever xdist worker asks first, while the others wait for it and read its
+    folder."""
     outputs = shared / name
     with FileLock(str(shared / f"{name}.lock")):
         if not (outputs / "returncode").exists():
@@ -71,20 +67,20 @@ def _once_per_session(tmp_path_factory, name, start):
 
 
 @pytest.fixture(scope="session")
-def cold_parallel_run(tmp_path_factory):
+def cold_parallel_run(shared_folder):
     """The test session's one cold run of the whole suite on two workers (shuffled, seed 2):
     it trains each network and draws each figure into the shared cache (`shared_cache`),
     which every later whole run of this session that tests no cold behaviour reuses."""
 
     def start(outputs):
-        cache = _shared_folder(tmp_path_factory) / "cache"
+        cache = shared_folder / "cache"
         return run_claims(COLD_PARALLEL, cwd=ROOT, outputs=outputs, cache_dir=cache, timeout=900)
 
-    return _once_per_session(tmp_path_factory, "cold-parallel", start)
+    return _once_per_session(shared_folder, "cold-parallel", start)
 
 
 @pytest.fixture(scope="session")
-def cold_serial_run(tmp_path_factory):
+def cold_serial_run(shared_folder):
     """The test session's cold run in one process, shuffled another way (seed 1), with
     OMP_NUM_THREADS=8 set as a user might: beside the parallel run, what the log must not
     depend on. It uses no cache, so it trains every network itself."""
@@ -93,14 +89,15 @@ def cold_serial_run(tmp_path_factory):
         env = {"OMP_NUM_THREADS": "8"}
         return run_claims(COLD_SERIAL, cwd=ROOT, outputs=outputs, env=env, timeout=900)
 
-    return _once_per_session(tmp_path_factory, "cold-serial", start)
+    return _once_per_session(shared_folder, "cold-serial", start)
 
 
 def _start_the_script_once(folder):
     """Starts the workshop script as reference-log runs it (under the reference kernels, one
     thread, in a scratch folder, with this Python), unless a process of this test session
     started it already; a shell writes what it printed and, last, its exit status into
-    `folder`, even after the xdist worker that started it has ended."""
+    `folder`, as `_save_run` lays out a finished run, even after the xdist worker that
+    started it has ended."""
     folder.mkdir(parents=True, exist_ok=True)
     try:
         os.close(os.open(folder / "started", os.O_CREAT | os.O_EXCL))
@@ -139,15 +136,16 @@ def workshop_script_log(shared_folder):
     while not (folder / "returncode").exists():
         assert time.monotonic() < deadline, "the workshop script did not end in 15 minutes"
         time.sleep(0.2)
-    assert (folder / "returncode").read_text().strip() == "0", (folder / "stderr").read_text()
-    return Path((folder / "stdout").read_text().strip()).read_bytes()
+    run = _saved_run(folder)  # reference-log prints the path of the log it wrote
+    assert run.returncode == 0, run.tail()
+    return Path(run.stdout.strip()).read_bytes()
 
 
 @pytest.fixture(scope="session")
-def shared_cache(cold_parallel_run, tmp_path_factory):
+def shared_cache(cold_parallel_run, shared_folder):
     """The pytest cache folder the cold run filled: a run given it as its cache_dir trains
     nothing and draws nothing that run did."""
-    return _shared_folder(tmp_path_factory) / "cache"
+    return shared_folder / "cache"
 
 
 @pytest.fixture(scope="session")
