@@ -13,12 +13,16 @@ never from its terminal output.
 
 `python -m bnvg.runner OUT` says, of a folder a claims run wrote into (`--results-log
 OUT/results.log --diagrams OUT/diagrams --record OUT/record.json`), whether results.log and
-each of the 15 figures are byte-identical to the committed ones, and which readings moved, by
-name (from the run's record). The Python matrix (noxfile.py) ends each session with it.
+each of the 15 figures are byte-identical to the committed ones, and which readings drifted,
+by name (from the run's record); it exits 0 only if nothing differs, 1 if anything does
+(saying what), 2 on a usage error. `--other-torch-build` allows one difference, and only
+it: the log's versions line naming another build of the committed torch release. The Python
+matrix (noxfile.py) ends each session with it.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -28,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bnvg.evidence.record import Record
+from bnvg.log.layout import line_number
 from bnvg.places import Places
 
 # What a claims session needs of a project, beside the installed bnvg.
@@ -134,6 +139,9 @@ def run_claims(
 # -- how a run's outputs compare with the committed ones (python -m bnvg.runner OUT) --------
 ROOT = Path(__file__).resolve().parent.parent  # the checkout bnvg is installed from
 
+# Exit statuses of `python -m bnvg.runner`: a caller (noxfile.py, CI) relies on them.
+SAME, DIFFERENT, USAGE = 0, 1, 2
+
 
 def differing_lines(here: str, there: str) -> list[int]:
     """The numbers (from 1) of the lines where two logs differ, a line only one has included."""
@@ -150,52 +158,176 @@ def differing_figures(diagrams: Path, committed: Places) -> list[str]:
     ]
 
 
+def extra_figures(diagrams: Path, committed: Places) -> list[str]:
+    """The figures `diagrams` holds that were never committed: drawn, but checked by nobody."""
+    known = {p.name for p in committed.diagrams.glob("*.png")}
+    return [p.name for p in sorted(diagrams.glob("*.png")) if p.name not in known]
+
+
+def _torch_of(versions: str) -> tuple[str, str] | None:
+    """(release, rest of the line) of a log's versions line, "torch 2.13.0+cpu | numpy ...\n"
+    giving ("2.13.0", "| numpy ...\n"); None if the line is not one."""
+    if not versions.startswith("torch "):
+        return None
+    torch, _, rest = versions.removeprefix("torch ").partition(" ")
+    return torch.split("+")[0], rest
+
+
+def another_torch_build(here: str, committed: str) -> bool:
+    """Whether two versions lines differ only in the build of one torch release
+    ("torch 2.13.0+cu130 | ..." against "torch 2.13.0+cpu | ..."): the line names the torch
+    that computed the log, and says nothing of the numbers another build computes."""
+    ours, theirs = _torch_of(here), _torch_of(committed)
+    return here != committed and ours is not None and ours == theirs
+
+
+def only_the_torch_build_differs(here: str, committed: str) -> bool:
+    """Whether two logs are the same, byte for byte, once the versions line of `here` is
+    replaced by the committed one, and those two lines differ only in the torch build."""
+    ours, theirs = here.splitlines(keepends=True), committed.splitlines(keepends=True)
+    n = line_number("versions") - 1
+    if min(len(ours), len(theirs)) <= n or not another_torch_build(ours[n], theirs[n]):
+        return False
+    return [*ours[:n], theirs[n], *ours[n + 1 :]] == theirs
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How a run's outputs compare with the committed ones: what to print, line by line, and
+    what differs, one phrase each (none: the outputs are the committed ones)."""
+
+    said: list[str]
+    differs: list[str]
+
+
+def _compare_log(log: Path, reference: Path, other_build: bool) -> Comparison:
+    """results.log against the committed log, byte for byte; with `other_build`, the
+    versions line may name another build of the committed torch release, and only it."""
+    if log.read_bytes() == reference.read_bytes():
+        return Comparison(["results.log: byte-identical to the committed log"], [])
+    # Decoded from bytes, not read_text(), which would turn "\r\n" into "\n" unseen.
+    here = log.read_bytes().decode(errors="replace")
+    there = reference.read_bytes().decode(errors="replace")
+    ours, theirs = here.splitlines(), there.splitlines()
+    if other_build and only_the_torch_build_differs(here, there):
+        n = line_number("versions")
+        allowed = (
+            f"results.log: byte-identical to the committed log but line {n}, which names "
+            f"another build of its torch (committed {_line(theirs, n)}, here {_line(ours, n)}), "
+            "as --other-torch-build allows"
+        )
+        return Comparison([allowed], [])
+    moved = differing_lines(here, there)
+    if not moved:  # every line's text alike: the bytes differ in line endings
+        endings = "results.log: differs from the committed log in its line endings only"
+        return Comparison([endings], ["results.log in its line endings"])
+    said = [f"results.log: differs from the committed log on lines {moved}"]
+    said += [f"  line {n}: committed {_line(theirs, n)}, here {_line(ours, n)}" for n in moved]
+    return Comparison(said, [f"results.log on lines {moved}"])
+
+
 def _line(lines: list[str], number: int) -> str:
     return repr(lines[number - 1]) if number <= len(lines) else "(no such line)"
 
 
-def compare(outputs: Path, committed: Places) -> list[str]:
-    said: list[str] = []
-    log, reference = outputs / "results.log", committed.results_log
-    if log.read_bytes() == reference.read_bytes():
-        said.append("results.log: byte-identical to the committed log")
-    else:
-        here, there = log.read_text(), reference.read_text()
-        moved = differing_lines(here, there)
-        said.append(f"results.log: differs from the committed log on lines {moved}")
-        ours, theirs = here.splitlines(), there.splitlines()
-        said += [f"  line {n}: committed {_line(theirs, n)}, here {_line(ours, n)}" for n in moved]
+def _compare_figures(diagrams: Path, committed: Places) -> Comparison:
+    """Every committed figure against the one drawn, byte for byte; and no figure drawn that
+    was never committed."""
     total = len(list(committed.diagrams.glob("*.png")))
-    differ = differing_figures(outputs / "diagrams", committed)
-    said.append(
+    differ = differing_figures(diagrams, committed)
+    extra = extra_figures(diagrams, committed)
+    said = [
         f"figures: {total - len(differ)} of {total} byte-identical to the committed ones"
         + (f"; differ: {', '.join(differ)}" if differ else "")
+        + (f"; never committed: {', '.join(extra)}" if extra else "")
+    ]
+    differs = [f"figures {', '.join(differ)}"] if differ else []
+    differs += [f"figures never committed {', '.join(extra)}"] if extra else []
+    return Comparison(said, differs)
+
+
+def _compare_readings(record_path: Path) -> Comparison:
+    """The readings that drifted from the snapshots, as the run's record names them: a
+    drifted reading is a number that is not the committed one, even where the log prints it
+    alike. Without a record (no --record), the readings are not compared, and it says so."""
+    if not record_path.exists():
+        return Comparison([f"readings: not compared ({record_path.name} was not written)"], [])
+    record = Record.load(record_path)
+    drift = [d for c in record.claims.values() for d in c.drift]
+    said = [f"platform: {', '.join(f'{k} {v}' for k, v in record.platform.items())}"]
+    said.append(f"drifted readings: {len(drift)}")
+    said += [f"  {d}" for d in drift]
+    return Comparison(said, [f"{len(drift)} drifted readings"] if drift else [])
+
+
+def compare(outputs: Path, committed: Places, *, other_torch_build: bool = False) -> Comparison:
+    """How the outputs a claims run wrote into `outputs` compare with the `committed` ones:
+    the log, the figures, and (from the run's record) the readings."""
+    parts = (
+        _compare_log(outputs / "results.log", committed.results_log, other_torch_build),
+        _compare_figures(outputs / "diagrams", committed),
+        _compare_readings(outputs / "record.json"),
     )
-    record_path = outputs / "record.json"
-    if record_path.exists():
-        record = Record.load(record_path)
-        drift = [d for c in record.claims.values() for d in c.drift]
-        said.append(f"platform: {', '.join(f'{k} {v}' for k, v in record.platform.items())}")
-        said.append(f"drifted readings: {len(drift)}")
-        said += [f"  {d}" for d in drift]
-    return said
+    return Comparison(
+        [line for part in parts for line in part.said],
+        [what for part in parts for what in part.differs],
+    )
+
+
+def _arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bnvg.runner",
+        description="How the outputs of a claims run compare with the committed ones; exits "
+        f"{SAME} if they are the same, {DIFFERENT} if anything differs, {USAGE} on a usage error.",
+    )
+    parser.add_argument(
+        "outputs",
+        metavar="OUT",
+        type=Path,
+        help="the folder a claims session wrote with --results-log=OUT/results.log "
+        "--diagrams=OUT/diagrams (and --record=OUT/record.json)",
+    )
+    parser.add_argument(
+        "--other-torch-build",
+        action="store_true",
+        help="the run's torch is another build of the committed log's release (the CUDA "
+        "wheel beside the committed CPU one): the log's versions line may name it; every "
+        "other byte must still be the committed one",
+    )
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m bnvg.runner OUT", file=sys.stderr)
-        return 2
-    outputs = Path(argv[0])
+    """Prints the comparison; the exit status says whether the outputs differ, so that a
+    caller cannot pass over a difference it did not read."""
+    try:
+        args = _arguments(argv)
+    except SystemExit as stop:  # argparse's own exit: 2 (USAGE) on a bad command line, 0 on -h
+        return int(stop.code or 0)
+    outputs: Path = args.outputs
     if not (outputs / "results.log").is_file():
         print(
             f"{outputs / 'results.log'} does not exist: OUT is the folder a claims session wrote "
             "with --results-log=OUT/results.log --diagrams=OUT/diagrams",
             file=sys.stderr,
         )
-        return 2
-    for line in compare(outputs, Places(ROOT)):
+        return USAGE
+    try:
+        comparison = compare(outputs, Places(ROOT), other_torch_build=args.other_torch_build)
+    except ValueError as error:  # a record that cannot be read: nothing to compare it with
+        print(error, file=sys.stderr)
+        return USAGE
+    for line in comparison.said:
         print(line)
-    return 0
+    if comparison.differs:
+        print(
+            f"the outputs in {outputs} differ from the committed ones: "
+            + "; ".join(comparison.differs),
+            file=sys.stderr,
+        )
+        return DIFFERENT
+    print(f"the outputs in {outputs} are the committed ones")
+    return SAME
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """The project's own tests: the library's contracts, and the plugin's behaviour via pytester."""
 
+import importlib
 import json
 import os
 import subprocess
@@ -21,11 +22,28 @@ from bnvg.runner import ClaimsRun, run_claims, scratch_copy
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parent.parent
-REFERENCE_LOG = ROOT.parent / "shared" / "tools" / "reference-log"
+SHARED = ROOT.parent / "shared"  # the workshop's own folder, beside the project (not in it)
+REFERENCE_LOG = SHARED / "tools" / "reference-log"
 # The cold run that fills the shared cache: the whole suite, shuffled, on two workers.
 COLD_PARALLEL = ("-n", "2", "-p", "randomly", "--randomly-seed=2")
 # The cold run beside it: one process, shuffled another way.
 COLD_SERIAL = ("-n", "0", "-p", "randomly", "--randomly-seed=1")
+
+
+def under_ci():
+    """Whether this session runs under CI: the variable CI set, as CI services and .ci/run
+    set it, to anything but "", "false" or "0"."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "false", "0")
+
+
+def missing(reason):
+    """What a test that guards one of the README's promises does when what it checks against
+    is absent: locally it skips, saying why; under CI it fails, because a green CI has to
+    mean that every promise was checked, not that some were quietly left out."""
+    __tracebackhide__ = True
+    if under_ci():
+        pytest.fail(f"{reason} (under CI a missing check fails, never skips)", pytrace=False)
+    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
@@ -124,12 +142,26 @@ def _the_script_starts_with_the_session(request, shared_folder):
         _start_the_script_once(shared_folder / "script")
 
 
+def _without_the_script():
+    """Why the workshop script cannot be run here, naming what is absent (None if it can)."""
+    if not SHARED.is_dir():
+        return f"../shared is missing: no folder {SHARED} beside the project"
+    if not REFERENCE_LOG.exists():
+        return f"{REFERENCE_LOG.relative_to(ROOT.parent)} is missing from ../shared ({SHARED})"
+    return None
+
+
 @pytest.fixture(scope="session")
 def workshop_script_log(shared_folder):
-    """The log the workshop script wrote in this environment, waited for; a skip without
-    ../shared beside the project."""
-    if not REFERENCE_LOG.exists():
-        pytest.skip(f"needs {REFERENCE_LOG.relative_to(ROOT.parent)}")
+    """The log the workshop script wrote in this environment, waited for. Without ../shared
+    beside the project there is no script: a skip locally, a failure under CI (`missing`),
+    since the README promises that captures/results.log is that log, byte for byte."""
+    absent = _without_the_script()
+    if absent is not None:
+        missing(
+            f"{absent}: without the workshop script, the README's promise that "
+            "captures/results.log is its log, byte for byte, goes unchecked"
+        )
     folder = shared_folder / "script"
     _start_the_script_once(folder)
     deadline = time.monotonic() + 900
@@ -161,10 +193,23 @@ def warm_claims(shared_cache):
     return run
 
 
+def _importable(module):
+    """Whether `module` can be imported here."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
+
+
 @pytest.fixture
 def html_rows():
     """Reads a pytest-html report back: each test's claim cell and extras, by test id. The
-    report is valid HTML whose table JavaScript draws from a JSON blob; this parses both."""
+    report is valid HTML whose table JavaScript draws from a JSON blob; this parses both.
+    Without pytest-html (the README's `--html=report.html`, in the dev extra) a test that
+    reads one skips locally and fails under CI (`missing`)."""
+    if not _importable("pytest_html"):
+        missing("pytest-html is not installed: pip install -e '.[dev]' installs it")
 
     def read(path):
         class Blob(HTMLParser):

@@ -1,7 +1,12 @@
 """Drift on a platform new to the evidence, --strict-numbers, and the claims report, on a small
-suite (its snapshots record no platform, so every run of it is on a new platform)."""
+suite (its snapshots record another platform than this one, so every run of it is on a new
+platform)."""
+
+import json
 
 import pytest
+
+from bnvg.experiment.platform import Platform
 
 CLAIMS = '''
 import pytest
@@ -54,6 +59,10 @@ def suite(pytester, own_evidence):
     pytester.makeconftest('pytest_plugins = ["bnvg.plugin"]\n')
     pytester.makepyfile(test_claims=CLAIMS.format(loss="0.0053"))
     pytester.runpytest("--snapshot-update", "-k", "loss or split").assert_outcomes(passed=2)
+    # Recorded on two torch threads: a reference other than this run's one thread, whose
+    # torch is this one (a run without environment.json would stop before any claim).
+    other = {**Platform.here(1).identity(), "threads": "2"}
+    (pytester.path / "snapshots" / "environment.json").write_text(json.dumps(other))
     own_evidence(pytester.path, {"readings": {"S6 batch norm, final train loss": LOSS_ENTRY}})
 
     def run(loss, *args):
@@ -107,7 +116,10 @@ def test_the_claims_report_goes_section_by_section_naming_every_reading(suite, p
     assert report.index("## [S1] two-moons dataset") < report.index("## [S6] training runs")
     assert "### `test_batch_norm_loss`: drifted" in report
     assert "> Batch norm's final loss is small." in report
-    assert "| S6 batch norm, final train loss | 0.0079 | 0.0053 |  | fragile | " in report
+    assert (
+        "| S6 batch norm, final train loss | 0.0079 | 0.0053 |  | fragile: 0.0053, 0.0079 | "
+        in report
+    )
     assert "| S1 split, training points | 800 | 800 |  | not in the sweep |  |" in report
     assert "### `test_broken`: failed" in report and "### `test_unselected`: not run" in report
     # Settings (chosen, not measured) are not shown as readings of a claim.
@@ -117,7 +129,6 @@ def test_the_claims_report_goes_section_by_section_naming_every_reading(suite, p
 def test_with_pytest_html_each_claims_row_carries_its_sentence_and_readings(
     suite, pytester, html_rows
 ):
-    pytest.importorskip("pytest_html")
     suite("0.0079", "--html=report.html", "--self-contained-html").assert_outcomes(
         passed=2, failed=1
     )

@@ -26,12 +26,15 @@ def test_a_run_is_compared_line_by_line_and_figure_by_figure(tmp_path):
     (out / "diagrams" / "b.png").write_bytes(b"other bytes")
 
     assert differing_figures(out / "diagrams", committed) == ["b.png", "c.png"]
-    assert compare(out, committed) == [
+    comparison = compare(out, committed)
+    assert comparison.said == [
         "results.log: differs from the committed log on lines [2, 3]",
         "  line 2: committed 'torch 1 | numpy 2', here 'torch 9 | numpy 2'",
         "  line 3: committed 'body', here (no such line)",
         "figures: 1 of 3 byte-identical to the committed ones; differ: b.png, c.png",
+        "readings: not compared (record.json was not written)",
     ]
+    assert comparison.differs == ["results.log on lines [2, 3]", "figures b.png, c.png"]
 
 
 def test_a_folder_no_session_wrote_is_refused_naming_the_file_and_the_options(tmp_path, capsys):
@@ -39,4 +42,4 @@ def test_a_folder_no_session_wrote_is_refused_naming_the_file_and_the_options(tm
     said = capsys.readouterr().err
     assert f"{tmp_path / 'results.log'} does not exist" in said
     assert "--results-log=OUT/results.log --diagrams=OUT/diagrams" in said
-    assert main([]) == 2 and "usage: python -m bnvg.runner OUT" in capsys.readouterr().err
+    assert main([]) == 2 and "usage: python -m bnvg.runner" in capsys.readouterr().err

@@ -264,7 +264,6 @@ def test_the_claims_report_shows_every_claim_by_section_with_its_figure_inline(r
 def test_the_html_report_embeds_every_figure_and_each_claims_sentence_and_readings(
     reported_run, html_rows
 ):
-    pytest.importorskip("pytest_html")
     _, folder = reported_run
     rows = html_rows(folder / "report.html")
     claims = {k: v for k, v in rows.items() if k.startswith("claims/")}

@@ -21,7 +21,9 @@
   identity compared with the reference identity (`snapshots/environment.json`), then looked
   up among the committed fragments of this experiment at this session's seeds; the sweep's
   table is read only if it measured this experiment. The rules that follow live in
-  `bnvg.evidence.verdicts`.
+  `bnvg.evidence.verdicts`. Without a readable reference identity no run could stand as the
+  reference, so a missing or damaged `snapshots/environment.json` stops the session before
+  any claim runs (but an update, which writes it).
 """
 
 from __future__ import annotations
@@ -330,6 +332,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if is_controller(config):
         _refuse_unwritable(config.stash[SETTINGS])
+        if not config.option.help:  # `pytest --help` configures too, and must still answer
+            _refuse_unknown_reference(config.stash[SETTINGS])
     # One intra-op thread in every process that computes: the thread count changes the
     # training-end numbers. torch reads it when it is imported (`bnvg.experiment.runtime`),
     # so a session that computes nothing never imports it.
@@ -428,14 +432,73 @@ def process_platform(config: pytest.Config) -> Platform:
     return config.stash[PLATFORM]
 
 
+# What `Platform.identity()` always writes: a file that lacks one of them names no platform,
+# however well-formed its JSON (Platform.from_json would fill the gaps with "?").
+IDENTITY_KEYS = ("machine", "torch", "numpy", "numpy simd", "aten", "mkl", "onednn", "threads")
+
+
+class UnreadableReference(Exception):
+    """`snapshots/environment.json` is missing or damaged; the message names the file and
+    says which."""
+
+
+def read_reference(places: Places) -> Platform:
+    """The reference, as `snapshots/environment.json` records its identity, or
+    UnreadableReference saying what is wrong with the file."""
+    path = places.environment
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UnreadableReference(f"{path} is missing") from None
+    except (OSError, ValueError) as error:  # unreadable, not UTF-8, or not JSON
+        raise UnreadableReference(f"{path} is damaged ({error})") from None
+    if not isinstance(data, dict):
+        raise UnreadableReference(f"{path} is damaged (it holds no JSON object)")
+    lacking = [key for key in IDENTITY_KEYS if key not in data]
+    if lacking:
+        raise UnreadableReference(f"{path} is damaged (it lacks {', '.join(lacking)})")
+    try:
+        return Platform.from_json(data)
+    except ValueError as error:  # a thread count that is not a number
+        raise UnreadableReference(f"{path} is damaged ({error})") from None
+
+
 def reference_identity(s: Settings) -> Platform | None:
     """The reference, as `snapshots/environment.json` records its identity (None if it
-    cannot be read)."""
+    cannot be read: only a session that updates the snapshots runs without it)."""
     try:
-        data = json.loads(s.places.environment.read_text())
-        return Platform.from_json(data) if isinstance(data, dict) else None
-    except (OSError, ValueError, KeyError, TypeError):
+        return read_reference(s.places)
+    except UnreadableReference:
         return None
+
+
+def holds_snapshots(places: Places) -> bool:
+    """Whether the project has recorded any snapshot, a claim's text or numbers: only then
+    does the reference identity describe anything."""
+    folders = (places.text_snapshots, places.numbers)
+    return any(path.is_file() for folder in folders for path in folder.rglob("*"))
+
+
+def _refuse_unknown_reference(s: Settings) -> None:
+    """Without the reference identity no platform stands as the reference: this one would
+    be compared with a fragment of the evidence, or judged as new (drift allowed), never
+    with the snapshots bit for bit, and the run would pass having checked less than it
+    says. So a missing or damaged `snapshots/environment.json` stops the session before any
+    claim runs. `--snapshot-update` writes the file, and a project that has recorded no
+    snapshot yet has nothing for it to describe (each claim fails for want of its own)."""
+    if s.update:
+        return
+    if not s.places.environment.exists() and not holds_snapshots(s.places):
+        return
+    try:
+        read_reference(s.places)
+    except UnreadableReference as problem:
+        raise pytest.UsageError(
+            f"{problem}: it names the reference platform, whose numbers the snapshots hold, "
+            "and without it no number is compared with them bit for bit. Restore it from git, "
+            f"or write it with `{UPDATE_COMMAND}` (which makes this machine's numbers the "
+            "reference)"
+        ) from None
 
 
 def find(here: Platform, s: Settings) -> Standing:

@@ -11,7 +11,8 @@ from the test reports (`ClaimOutcome`). At the end of the session it writes
 - the claims report (--claims-report) and the session record (--record);
 - on a full `--snapshot-update`, the reference identity (`snapshots/environment.json`), and
   the numbers snapshots no claim reads any more are deleted (a full normal run fails naming
-  them; an update in which a claim failed deletes nothing);
+  them; an update in which a claim failed deletes nothing); an update that leaves the
+  identity missing or damaged says so, since a normal run refuses to start without it;
 
 and says in the terminal summary what it wrote, what it trained or reused, where this run
 computed and what drifted, and whether the sweep's evidence is stale.
@@ -61,6 +62,7 @@ from bnvg.plugin.options import (
     committed_fragility,
     evidence_is_stale,
     fragility,
+    holds_snapshots,
     is_citation,
     is_controller,
     narrowed,
@@ -391,6 +393,12 @@ class Controller:
             self._tidy_numbers(session)
         if full and s.update and self.log is not None and self.log.complete and self.platform:
             self._record_reference(self.platform)
+        elif s.update and reference_identity(s) is None and holds_snapshots(s.places):
+            # The next run without --snapshot-update stops on it: say so now, and why.
+            self.summary.append(
+                f"{relative(s.places.environment, root)} was not written: only a full update "
+                f"in which every claim passes records the reference ({UPDATE_COMMAND})"
+            )
         if s.claims_report:
             invocation = self.config.invocation_params.args
             stale = evidence_is_stale(self.config)
