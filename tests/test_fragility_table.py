@@ -90,16 +90,12 @@ def test_every_reading_counts_every_seed_of_the_sweep_its_failures_included():
 # Claims whose statement is their bounds, all of them: each run's outcome is the conjunction
 # of its readings' bounds, so the per-claim and per-reading counts are one count.
 WHOLE_STATEMENT = {
-    "claims/test_s8_other_fixes.py::test_layer_norm_raises_the_init_gradient_ratio_8x_over_the_plain_net": [
-        "S8 layer norm, init gradient ratio"
-    ],
     "claims/test_s4_at_init.py::test_plain_net_first_layer_gradient_is_3000x_smaller_than_output": [
         "S4 plain ratio, times smaller",
         "S4 plain ratio, gradient ratio",
     ],
-    "claims/test_s7_brute_force_vs_depth.py::test_depth_8_gradient_ratio_is_4_97e_07_plain_versus_0_337_with_batch_norm": [
-        "S7 depth 8 ratio, plain gradient ratio",
-        "S7 depth 8 ratio, batch norm gradient ratio",
+    "claims/test_s4_at_init.py::test_plain_backward_signal_shrinks_about_10x_per_layer": [
+        f"S4 plain shrink, ||dL/dh_{k}|| / ||dL/dh_{k + 1}||" for k in (1, 2, 3)
     ],
 }
 
@@ -117,6 +113,7 @@ def test_where_its_bounds_are_a_claims_whole_statement_both_tables_count_alike(c
 
 def test_layer_norms_final_accuracy_is_luck_and_the_eval_bugs_is_stable_drift():
     layer_norm = TABLE.readings["S8 layer norm, final test accuracy"]
-    assert layer_norm.status == "unstable" and layer_norm.unstable_over_platforms
+    assert layer_norm.platform_verdict == "fragile" and layer_norm.holds_on_some_platforms_only
+    assert not layer_norm.general  # and, apart, other seeds break its bar too
     eval_bug = TABLE.readings["S9 train mode, batches of 2, test accuracy"]
-    assert eval_bug.status == "fragile" and not eval_bug.unstable
+    assert eval_bug.platform_verdict == "fragile" and not eval_bug.holds_on_some_platforms_only

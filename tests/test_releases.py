@@ -58,8 +58,10 @@ def test_a_reading_that_moves_only_between_releases_is_told_apart_from_one_moved
     assert t.on_release(first, "2.15.0").printed == "step 150"
     assert t.on_release(first, "2.13.0") is first.reference
     assert t.on_release(first, "2.16.0") is None
-    # A release is a platform: its bound breaking there makes the reading unstable.
-    assert first.status == "unstable" and first.holds_in("release") == (1, 2)  # with the reference
+    # A release is a platform: it moves the print, and its bound breaking there makes the
+    # statement itself platform-dependent.
+    assert first.platform_verdict == "fragile" and first.holds_on_some_platforms_only
+    assert first.holds_in("release") == (1, 2)  # with the reference
 
 
 def test_an_upgrade_lists_the_lines_that_move_and_the_statements_that_break():
@@ -153,7 +155,7 @@ def test_an_arm64_platform_lists_what_moves_and_what_was_robust_on_every_x86_64_
     )
     # Robust on x86-64 (only the reference printed it there), fragile now that arm64 moved it.
     first = t.readings[FIRST_NAME]
-    assert report.robust_elsewhere(t, first) and first.status == "unstable"
+    assert report.robust_elsewhere(t, first) and first.platform_verdict == "fragile"
     assert not report.robust_elsewhere(t, t.readings[ACC_NAME])
     robustness = build_robustness(
         "ref",

@@ -212,3 +212,39 @@ def test_what_moved_is_every_reading_printed_otherwise_than_its_snapshot_whateve
     [moved] = moved_readings(here, stored, {**LINES, "S6 x": 67}, fragile_loss())
     assert moved.describe() == f"line 66, {BN_LOSS}: 0.0053 -> 0.0079 (fragile)"
     assert Moved.from_json(moved.to_json()) == moved
+
+
+def seed_unstable_ratio():
+    """The headline ratio as the evidence holds it: printed 3015 by every platform, while
+    other starting weights carry it across its claim's bound (a question of generality)."""
+    entry = {
+        "line": 40,
+        "kind": "ratio",
+        "label": "times smaller",
+        "spec": ".0f",
+        "position": 1,
+        "reference": {"value": 3015.3, "printed": "3015", "holds": True},
+        "platforms": {"amd/native": {"value": 3015.2, "printed": "3015", "holds": True}},
+        "seeds": {
+            "init-seed-1": {"value": 180.0, "printed": "180", "holds": False, "axis": "init"}
+        },
+        "bound": [">", 1000],
+        "band": None,
+    }
+    return from_document({"readings": {RATIO_NAME: entry}, "reference": "ref/workshop"})
+
+
+def test_on_a_new_platform_a_reading_every_platform_prints_alike_fails_whatever_seeds_do():
+    """Issue 30: seeds never enter a verdict. The ratio is robust over platforms and broken
+    by other starting weights; printed 3017 here, it fails, and says robust."""
+    evidence = seed_unstable_ratio()
+    assert not evidence.readings[RATIO_NAME].general
+    here = reading(3016.7, TIMES, "S4 plain ratio")
+    [d] = compare_readings([here], {RATIO_NAME: 3015.3}, LINES, evidence, ON_NEW)
+    assert not d.drift
+    assert d.describe() == f"{RATIO_NAME}: snapshot 3015, here 3017 (log line 40, robust)"
+
+
+def test_on_a_new_platform_a_reading_some_platform_prints_otherwise_is_drift():
+    [d] = compare_readings([reading(0.0081)], {BN_LOSS: 0.0079}, LINES, fragile_loss(), ON_NEW)
+    assert d.drift and d.describe().endswith("(log line 66, fragile)")

@@ -15,20 +15,25 @@ Reading prose as a reader does:
 
 A quoted number holds when a cited line says it at the precision written ("0.25" matches
 0.250000, "0.693" matches 0.693147, "3015x" matches 3015). Otherwise it is read as a quote of
-the nearest reading on the cited lines, and judged by the platforms, at the workshop's own
-seeds (the published log is one of them):
+the nearest reading on the cited lines, and judged by the platforms alone, at the workshop's
+own seeds (`ReadingEvidence.platform_verdict`):
 
-- a robust reading (every platform prints it alike) must be quoted as the log prints it;
-- a fragile reading quoted as some platform prints it is drift, reported and not failed
-  ("71.5%", the published eval-bug accuracy, where this platform prints 69.5%);
+- a value must be what the cited line prints on this run's platform or on a platform of the
+  evidence: a robust reading (every platform prints it alike) must be quoted as the log
+  prints it; a fragile reading quoted as another platform prints it is drift, reported and
+  not failed; a failure names what the platforms print ("every platform prints step 50");
 - a reading whose claim holds on some platforms and not on others (layer norm's final
   accuracy) fails whenever it is quoted as a fixed value, with its range and how many
-  platforms it holds on: no fixed value of it is true.
+  platforms it holds on: no fixed value of it is true;
+- a claim's bound may be quoted instead of the value only where the sentence words a bound
+  just before the number (`BOUND_WORDS`: "by step 100", "within 10x", "at least 90%",
+  "under 0.02", "more than 1000x"); "ends at 90.0%" states a value, and fails where the line
+  prints 51.5.
 
 What other seeds do (another minibatch order, other starting weights) is another experiment:
-it says how general the lesson is, not what the cited line prints. It is a note beside the
-citation ("the 3015x of line 40 holds as 'above 1000' in 15 of 33 starting weights"), never
-its failure.
+it says how general the lesson is, not what the cited line prints, and it never excuses a
+value. It is a note beside the citation ("'S4 plain ratio, times smaller' over other seeds:
+about 3000 in 3 of 33 starting weights"), never its failure.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bnvg.evidence.fragility import Fragility, ReadingEvidence, Seen, version_key
+from bnvg.evidence.fragility import ROBUST, Fragility, ReadingEvidence, Seen, version_key
 from bnvg.evidence.verdicts import status_of
 from bnvg.log.readings import Reading
 
@@ -65,6 +70,7 @@ VALUE_RANGE = re.compile(
 KINDS = {
     "step": ("step",),
     "percentage": ("percentage", "setting"),
+    "accuracy": ("percentage",),  # "ends at 90.0%", "90.0% test accuracy": measured, no bar
     "ratio": ("ratio",),
     "setting": ("setting",),
     "loss": ("loss",),
@@ -76,6 +82,7 @@ _BEFORE = (
     ("loss", re.compile(r"\bloss(?:\s+(?:=|of|is|at|to|falls to|ends at|ends near))?\s*$", re.I)),
 )
 _AFTER = (
+    ("accuracy", re.compile(r"\s*%\s+(?:(?:final|test|train|training)\s+)*accuracy\b", re.I)),
     ("percentage", re.compile(r"\s*%")),
     ("ratio", re.compile(r"x(?![A-Za-z0-9])")),
     ("setting", re.compile(r"\s+steps\b", re.I)),
@@ -83,11 +90,57 @@ _AFTER = (
 )
 
 
+# Words that make the number after them a bound, not a value: "by step 100", "within 10x",
+# "at least 90%", "under 0.02", "more than 1000x", "reaches 90%" (a bar crossed). The README
+# lists them.
+BOUND_WORDS = (
+    "by",
+    "within",
+    "at least",
+    "at most",
+    "no more than",
+    "no less than",
+    "more than",
+    "less than",
+    "fewer than",
+    "under",
+    "below",
+    "above",
+    "over",
+    "up to",
+    "reach",
+    "reaches",
+    "reached",
+    "reaching",
+    "<",
+    ">",
+    "<=",
+    ">=",
+    "\u2264",
+    "\u2265",
+)
+_BOUND_BEFORE = re.compile(
+    r"(?:^|(?<=[\s(]))(?:"
+    + "|".join(re.escape(word) for word in sorted(BOUND_WORDS, key=len, reverse=True))
+    + r")\s*(?:steps?\s+)?$",
+    re.I,
+)
+
+
+def words_a_bound(before: str) -> bool:
+    """Whether the words just before a quoted number make it a bound ("by step 100")."""
+    return bool(_BOUND_BEFORE.search(before))
+
+
+# Words before a percentage that make it a measured result, never the 90% bar: "ends at".
+_MEASURED = re.compile(r"\b(?:ends|ending|ended|finishes|scores?|scored)\s+(?:at\s+)?$", re.I)
+
+
 def kind_said(before: str, after: str) -> str | None:
     """What the words around a quoted number say it is (see `KINDS`), or None."""
     for kind, pattern in _AFTER:
         if pattern.match(after):
-            return kind
+            return "accuracy" if kind == "percentage" and _MEASURED.search(before) else kind
     for kind, pattern in _BEFORE:
         if pattern.search(before):
             return kind
@@ -103,6 +156,7 @@ class Quote:
     text: str
     kind: str | None = None
     ends: tuple[str, str] | None = None
+    bound: bool = False  # the sentence words it as a bound ("by step 100", "at least 90%")
 
     @property
     def span(self) -> tuple[float, float] | None:
@@ -172,8 +226,9 @@ def _quotes(sentence: str, cites: Sequence[re.Match[str]]) -> list[list[Quote]]:
             continue  # one end of a range, quoted with it
         if NAME_WORD.search(sentence[: q.start()]):
             continue
-        kind = kind_said(sentence[: q.start()], sentence[q.end() :])
-        numbers[belongs(q.end())].append(Quote(q.group(0), kind))
+        before = sentence[: q.start()]
+        kind = kind_said(before, sentence[q.end() :])
+        numbers[belongs(q.end())].append(Quote(q.group(0), kind, bound=words_a_bound(before)))
     return numbers
 
 
@@ -258,17 +313,18 @@ def _names_say(names: Sequence[str], quoted: str) -> bool:
 K_OF_N = re.compile(r"\b(\d+)\s+of\s+(?:the\s+)?(\d+)\b")
 
 
-def _evidence_says(evidence: ReadingEvidence | None, quoted: str, sentence: str) -> bool:
-    """An unstable reading's evidence says its bound, and how often it holds as a pair "k of
-    N" that one of its counts is ("at least 90% in 16 of 33 minibatch orders"): a lone 16, or
-    a 16 of 40, is no count of it."""
-    if evidence is None or evidence.bound is None or not evidence.unstable:
+def _evidence_says(evidence: ReadingEvidence | None, quote: Quote, sentence: str) -> bool:
+    """The evidence of a cited reading says the quote: its claim's bound, where the sentence
+    words it as a bound ("by step 100"), or a count of how often that bound holds, as a pair
+    "k of N" that one of its counts is ("at least 90% in 16 of 33 minibatch orders": a lone
+    16, or a 16 of 40, is no count of it)."""
+    if evidence is None or evidence.bound is None:
         return False
-    if rounds_to(quoted, float(evidence.bound.threshold)):
+    if quote.bound and rounds_to(quote.text, float(evidence.bound.threshold)):
         return True
     counts = {evidence.holds_in(g) for g in ("sampler", "init", "seeds", "platforms")}
     pairs = {(int(k), int(n)) for k, n in K_OF_N.findall(sentence)}
-    return any(quoted in (str(k), str(n)) for k, n in pairs & counts)
+    return any(quote.text in (str(k), str(n)) for k, n in pairs & counts)
 
 
 @dataclass(frozen=True)
@@ -328,7 +384,7 @@ def _by_release(fragility: Fragility, evidence: ReadingEvidence, quoted: str) ->
     torch releases of the evidence print the quote, where it holds more than one."""
     releases = sorted([fragility.reference_release, *fragility.releases], key=version_key)
     prints = {r: s for r in releases if (s := fragility.on_release(evidence, r)) is not None}
-    if len(prints) < 2 or evidence.status == "robust":
+    if len(prints) < 2 or evidence.platform_verdict == ROBUST:
         return ""  # a robust reading prints the same on every release: nothing to add
     which = [
         r for r, s in prints.items() if s.value is not None and rounds_to(quoted, float(s.value))
@@ -376,8 +432,8 @@ def _printed_by(evidence: ReadingEvidence, quoted: str) -> str:
 
 
 def _over_seeds(reading: Reading, evidence: ReadingEvidence | None) -> str | None:
-    """A note on how general a cited reading's lesson is, if other seeds disagree."""
-    if evidence is None or not evidence.unstable or evidence.unstable_over_platforms:
+    """A note on how general a cited reading's lesson is, where some seed broke its bound."""
+    if evidence is None or evidence.general or evidence.holds_on_some_platforms_only:
         return None
     return f"{reading.name!r} over other seeds: {evidence.what_holds()}"
 
@@ -411,7 +467,7 @@ def check(
         match = next((r for r in pool if says(r, quoted)), None)
         if match is not None:
             evidence = fragility.reading(match.name)
-            if evidence is not None and evidence.unstable_over_platforms:
+            if evidence is not None and evidence.holds_on_some_platforms_only:
                 verdict.problems.append(_luck(match, quoted, evidence, fragility))
             elif (note := _over_seeds(match, evidence)) is not None:
                 verdict.notes.append(note)
@@ -420,7 +476,7 @@ def check(
             any(says(r, quoted) for r in _of_kind(heard, said_kind))
             or (said_kind is None and _names_say(names, quoted))
             or any(
-                _evidence_says(fragility.reading(r.name), quoted, citation.sentence)
+                _evidence_says(fragility.reading(r.name), quote, citation.sentence)
                 for r in readings
             )
         ):
@@ -434,14 +490,15 @@ def check(
         elsewhere = _printed_elsewhere(quoted, said_kind, lines, citation.lines)
         if nearest is None:
             shown = "; ".join(f"line {c.number} says {c.text.strip()!r}" for c in cited)
-            as_what = f" as a {said_kind}" if said_kind else ""
+            article = "an" if said_kind and said_kind[0] in "aeiou" else "a"
+            as_what = f" as {article} {said_kind}" if said_kind else ""
             verdict.problems.append(
                 f"quotes {quoted}{as_what}, which no cited line says: {shown}" + elsewhere
             )
             continue
         evidence = fragility.reading(nearest.name)
         printed_by = "" if evidence is None else _printed_by(evidence, quoted)
-        if evidence is not None and evidence.unstable_over_platforms:
+        if evidence is not None and evidence.holds_on_some_platforms_only:
             verdict.problems.append(_luck(nearest, quoted, evidence, fragility))
         elif evidence is not None and evidence.moved_in_print and printed_by:
             verdict.drift.append(
@@ -451,8 +508,8 @@ def check(
             )
         else:
             moved = evidence is not None and evidence.moved_in_print
-            kind = "fragile" if moved else status_of(evidence)
-            seen = "" if evidence is None else _seen_prints(evidence)
+            kind = status_of(evidence)
+            seen = "" if evidence is None else f"; {evidence.describe_prints()}"
             releases = "" if evidence is None else _by_release(fragility, evidence, quoted)
             honest = "" if evidence is None or not moved else _what_to_say(evidence, quoted)
             verdict.problems.append(
@@ -520,14 +577,6 @@ def _range_problems(
     if not said:
         return []
     return [f"quotes the range {lo:g} to {hi:g} for {reading.name!r}: " + "; ".join(said)]
-
-
-def _seen_prints(evidence: ReadingEvidence) -> str:
-    """ ", the platforms print 69.5 or 71.5": what a fragile reading prints anywhere."""
-    if not evidence.moved_in_print:
-        return ""
-    prints = sorted({evidence.reference.printed, *(s.printed for s in evidence.platforms.values())})
-    return ", the platforms print " + " or ".join(prints)
 
 
 # -- coverage both ways ------------------------------------------------------------------------

@@ -1,34 +1,34 @@
-"""Which readings travel between platforms, and which sentences are luck of the draw.
+"""What the evidence says of each reading: two questions, asked apart.
 
 The sweep (`bnvg.sweep`) runs the claims on other platforms (the reference kernels with one
-setting varied, and each machine's own kernels) and under other minibatch-sampler and
-init seeds, and records every reading of every variant; its merge (`bnvg.sweep.merge`)
-builds this table from those records, with the published log as one more platform, reading
-by reading:
+setting varied, each machine's own kernels, other torch releases, arm64) and under other
+minibatch-sampler and init seeds, and records every reading of every variant; its merge
+(`bnvg.sweep.merge`) builds this table from those records, with the published log shown
+beside as an observation. Per reading it answers two questions that never mix:
 
-- **robust**: printed the same on every platform. On a platform new to the evidence, a
-  robust reading that prints differently fails (`bnvg.evidence.verdicts`).
-- **fragile**: printed differently on some platform. On a new platform its moving is drift.
-  Its *band* (the range its value took over the platforms, widened by half its width on
-  each side and clipped to its kind's domain) is shown for people; no verdict reads it.
-- **unstable**: its claim's bound (say "final test accuracy at least 90") holds for some
-  platforms or seeds and not for others. The log still prints it, but a fixed value of it is
-  luck of the draw: its claim states how often it holds. A citation that quotes it fails
-  when it is unstable *over platforms* (`bnvg.evidence.citations`); over seeds only, the
-  citation says how general the lesson is beside it.
+- **What does the line print? Platforms decide** (`ReadingEvidence.platform_verdict`).
+  **robust**: every platform of the evidence prints it alike. **fragile**: some platform
+  prints it otherwise; its prints by platform are kept (`prints_by_platform`). On a platform
+  new to the evidence, a robust reading that prints differently fails and a fragile one's
+  moving is drift (`bnvg.evidence.verdicts`); a citation's value must be what some platform
+  prints (`bnvg.evidence.citations`). A fragile reading's *band* (the range its value took
+  over the platforms, widened by half its width on each side and clipped to its kind's
+  domain) is shown for people; no verdict reads it.
+- **How general is the sentence? Seeds say** (`ReadingEvidence.generality`). Another
+  minibatch order or other starting weights is another experiment, not another platform:
+  per seed axis, in how many runs the claim's bound held, each run judged by its own numbers,
+  as k of N with Wilson's 95% score interval (`Rate`), which stays inside 0..1 and is honest
+  for small N and for k = 0 or k = N: "at least 90 in 16 of 33 minibatch orders (95% interval
+  0.32 to 0.65)". Seeds never enter a verdict and never excuse a quoted value.
+
+One platform question concerns a claim's bound rather than a print: whether the bound holds
+on some platforms and not on others (`holds_on_some_platforms_only`: layer norm's 90% bar).
+Such a statement is platform-dependent, so no fixed value of it may be quoted.
 
 A torch release is a platform too: the workshop under the reference kernels on another
 torch (`nox -s torch-<release>`). Its runs are marked as such (axis "release"), so a reading
 that moves only between releases is told apart from one that moves between CPUs and kernels
 (`moves_with`).
-
-Seed variants never make a reading fragile (another seed is another experiment, not another
-platform); they decide, with the platforms, whether it is stable.
-
-**How often a bound holds** is said one way, everywhere: k of N with Wilson's 95% score
-interval (`Rate`), which stays inside 0..1 and is honest for small N and for k = 0 or k = N,
-where the normal approximation claims a certainty it does not have: "holds in 7 of 33
-minibatch orders (95% interval 0.10 to 0.38)".
 """
 
 from __future__ import annotations
@@ -44,11 +44,12 @@ from typing import Any
 from bnvg.log.readings import Bound, Quantity, Value, kind_named
 
 PUBLISHED = "published"
-# The groups of runs a bound's rate is told over, and how people call them.
-HOLD_GROUPS = (
+# The platform verdict: every platform prints the reading alike, or not.
+ROBUST, FRAGILE = "robust", "fragile"
+# The seed axes a sentence's generality is told over, and how people call them.
+SEED_AXES = (
     ("sampler", "minibatch orders"),
     ("init", "starting weights"),
-    ("platforms", "platforms"),
 )
 
 
@@ -91,6 +92,27 @@ class ReadingEvidence:
         return any(s.printed != self.reference.printed for s in self.platforms.values())
 
     @property
+    def platform_verdict(self) -> str:
+        """ROBUST (every platform of the evidence prints it alike) or FRAGILE: the one answer
+        to "what does its line print", read by verdicts and citations. Seeds never enter it."""
+        return FRAGILE if self.moved_in_print else ROBUST
+
+    def prints_by_platform(self) -> dict[str, str]:
+        """What each platform of the evidence prints, at the workshop's seeds, by platform
+        id (the reference first)."""
+        out = {self.reference_platform or "the reference": self.reference.printed}
+        for name, seen in self.platforms.items():
+            out[name.split("/")[0]] = seen.printed
+        return out
+
+    def describe_prints(self) -> str:
+        """ "every platform prints step 50", or "the platforms print 69.5 or 71.5"."""
+        printed = sorted(set(self.prints_by_platform().values()))
+        if len(printed) == 1:
+            return f"every platform prints {printed[0]}"
+        return "the platforms print " + " or ".join(printed)
+
+    @property
     def moves_with(self) -> tuple[str, ...]:
         """What moves its print at the workshop's seeds: "platform" (another CPU, other
         kernels or threads, on the reference's torch), "release" (another torch release
@@ -99,13 +121,10 @@ class ReadingEvidence:
         return tuple(axis for axis in ("platform", "release") if axis in moved)
 
     @property
-    def unstable(self) -> bool:
-        return len({s.holds for s in self._all() if s.holds is not None}) > 1
-
-    @property
-    def unstable_over_platforms(self) -> bool:
-        """Whether its bound holds on some platforms and not on others, at the workshop's
-        own seeds."""
+    def holds_on_some_platforms_only(self) -> bool:
+        """Whether its claim's bound holds on some platforms and not on others, at the
+        workshop's own seeds: a platform-dependent statement, of which no fixed value is
+        true everywhere."""
         seen = [self.reference, *self.platforms.values()]
         return len({s.holds for s in seen if s.holds is not None}) > 1
 
@@ -119,11 +138,15 @@ class ReadingEvidence:
                 return seen
         return None
 
-    @property
-    def status(self) -> str:
-        if self.unstable:
-            return "unstable"
-        return "fragile" if self.moved_in_print else "robust"
+    def at_seeds(self, platform: str, variant: str | None) -> Seen | None:
+        """Its value on the platform with that id under a seed variant ("sampler-seed-5";
+        None: the workshop's seeds), if the sweep ran it there. The sweep runs the seeds on
+        the reference platform only."""
+        if variant is None:
+            return self.on_platform(platform)
+        if platform != self.reference_platform:
+            return None
+        return self.seeds.get(variant)
 
     def _all(self) -> list[Seen]:
         return [self.reference, *self.platforms.values(), *self.seeds.values()]
@@ -164,19 +187,35 @@ class ReadingEvidence:
         whole = kind.integer and float(value).is_integer()
         return Quantity(self.label, kind, self.spec).print(int(value) if whole else value)
 
-    def how_often(self) -> list[tuple[str, Rate]]:
-        """How often its claim's bound holds, in each group of more than one run:
-        [("minibatch orders", Rate(16, 33)), ("starting weights", ...), ("platforms", ...)]."""
+    def generality(self) -> list[tuple[str, Rate]]:
+        """How general its claim's bound is: per seed axis with more than one run, in how
+        many it held, [("minibatch orders", Rate(16, 33)), ("starting weights", ...)]."""
         out = []
-        for group, what in HOLD_GROUPS:
-            counts = self.holds_in(group)
+        for axis, what in SEED_AXES:
+            counts = self.holds_in(axis)
             if counts and counts[1] > 1:
                 out.append((what, Rate(*counts)))
         return out
 
+    @property
+    def general(self) -> bool:
+        """Whether its bound held in every seed the sweep ran (True without a bound)."""
+        return all(rate.always for _, rate in self.generality())
+
+    def on_how_many_platforms(self) -> Rate | None:
+        """On how many platforms (the reference included) its bound held, at the workshop's
+        seeds: a platform fact, told apart from generality."""
+        counts = self.holds_in("platforms")
+        return None if counts is None or counts[1] < 2 else Rate(*counts)
+
     def what_holds(self) -> str:
-        """What a text can honestly say of an unstable reading, from the evidence."""
-        return "; ".join(f"{self.bound} in {r.k} of {r.n} {what}" for what, r in self.how_often())
+        """What a text can honestly say of its bound: how general it is over the seeds, and,
+        apart, on how many platforms it holds."""
+        said = [f"{self.bound} in {r.k} of {r.n} {what}" for what, r in self.generality()]
+        platforms = self.on_how_many_platforms()
+        if platforms is not None and not platforms.always:
+            said.append(f"{self.bound} on {platforms.k} of {platforms.n} platforms")
+        return "; ".join(said)
 
 
 @dataclass(frozen=True)

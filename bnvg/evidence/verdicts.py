@@ -8,8 +8,8 @@ were computed decides how a difference from what is stored is judged:
 - on a platform the evidence **holds** (a committed fragment at these seeds), every number is
   compared with that platform's own value, and any difference fails;
 - on a **new** platform (another architecture, another torch, a CPU under its native
-  kernels), a robust reading that prints differently from its snapshot fails; anything else
-  that moved is drift;
+  kernels), a robust reading that prints differently from its snapshot fails; a fragile
+  reading that moved, and a training history's points, are drift;
 - under `--strict-numbers`, on any platform, every number is compared with its snapshot and
   any difference fails.
 
@@ -19,6 +19,10 @@ red result means the text is wrong; what merely moved (a fragile reading, a trai
 history's points, the lines that print them) is drift, named with both values, and passes.
 A **robust** reading is one every platform of the evidence prints alike: that it prints
 differently here is news, and fails.
+
+Verdicts read platforms only (`ReadingEvidence.platform_verdict`). Other seeds say how
+general a sentence is, never whether a print may move: a reading every platform prints alike
+fails when it prints differently here, however much it varies over minibatch orders.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from bnvg.evidence.fragility import Fragility, ReadingEvidence
+from bnvg.evidence.fragility import FRAGILE, Fragility, ReadingEvidence
 from bnvg.evidence.tables import Table
 from bnvg.log.readings import Reading
 
@@ -105,7 +109,7 @@ class Difference:
     compared_with: str = "snapshot"
 
     def describe(self) -> str:
-        """'S4 plain ratio, times smaller: snapshot 3016, here 3015 (log line 40, robust)'."""
+        """'S4 plain ratio, times smaller: snapshot 3015, here 3017 (log line 40, robust)'."""
         if self.here.printed != self.stored.printed:
             values = f"{self.compared_with} {self.stored.printed}, here {self.here.printed}"
         else:
@@ -120,9 +124,10 @@ NO_EVIDENCE = "no evidence for this experiment"
 
 
 def status_of(evidence: ReadingEvidence | None) -> str:
-    """robust, fragile or unstable, as the evidence says; without evidence (a new reading,
-    or evidence of another experiment) nothing is known of it, and it is judged as robust."""
-    return NO_EVIDENCE if evidence is None else evidence.status
+    """Its platform verdict, robust or fragile, as the evidence says; without evidence (a new
+    reading, or evidence of another experiment) nothing is known of it, and it is judged as
+    robust."""
+    return NO_EVIDENCE if evidence is None else evidence.platform_verdict
 
 
 def _same(a: float, b: float) -> bool:
@@ -135,14 +140,16 @@ def judge_reading(
     exact: bool,
     evidence: ReadingEvidence | None,
 ) -> bool | None:
-    """None: nothing to say; False: a failure; True: drift (the rules of the module's docstring)."""
+    """None: nothing to say; False: a failure; True: drift (the rules of the module's docstring).
+    Only the platform verdict decides: a seed-unstable reading every platform prints alike is
+    robust here."""
     if _same(here.as_float(), compared.as_float()):
         return None
     if exact:
         return False
     if here.printed == compared.printed:
         return None  # below the printed precision: nothing the text quotes moved
-    return evidence is not None and evidence.status != "robust"
+    return evidence is not None and evidence.platform_verdict == FRAGILE
 
 
 def compare_readings(
@@ -178,7 +185,7 @@ class Moved:
     reading: Reading  # as computed here
     before: float  # the snapshot's value, at full precision
     line: int
-    status: str  # robust, fragile, unstable, or no evidence
+    status: str  # its platform verdict: robust, fragile, or no evidence
 
     @property
     def printed_before(self) -> str:

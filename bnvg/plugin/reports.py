@@ -2,9 +2,10 @@
 
 - **The claims report** (`--claims-report PATH`): section by section in the log's order, each
   claim's sentence, its verdict, and every reading it quotes by name, with the value computed
-  here, the snapshot's and the published log's, whether it travels (robust, fragile,
-  unstable) and how often its claim's bound holds over the seeds the sweep ran; the figure a
-  claim draws under it. It reads as plain text too.
+  here, the snapshot's and the published log's, and the evidence's two answers, apart: what
+  the platforms print (robust, or fragile with its prints) and how general its claim's bound
+  is over each seed axis (k of N); the figure a claim draws under it. It reads as plain text
+  too.
 - **pytest-html**, when installed (`--html=report.html --self-contained-html`): a "claim"
   column with each claim's sentence, and in each claim's row (pytest-html's own extras) its
   readings table and its figure, embedded. Without pytest-html nothing is registered.
@@ -88,13 +89,16 @@ def _stored_printed(reading: Reading, claim: ClaimOutcome) -> str:
 
 
 def _travels(name: str, fragility: Fragility) -> tuple[str, str]:
-    """(robust / fragile / unstable, how often the bound holds over seeds)."""
+    """(on platforms: robust, or fragile with its prints; over seeds: how often the claim's
+    bound held on each seed axis)."""
     evidence = fragility.reading(name)
     if evidence is None:
         return "not in the sweep", ""
-    holds = evidence.holds_in("seeds")
-    over = f"{evidence.bound} in {holds[0]} of {holds[1]} seeds" if holds else ""
-    return evidence.status, over
+    platforms = evidence.platform_verdict
+    if evidence.moved_in_print:
+        platforms += ": " + ", ".join(sorted(set(evidence.prints_by_platform().values())))
+    over = ", ".join(f"{r.k} of {r.n} {what}" for what, r in evidence.generality())
+    return platforms, f"{evidence.bound}: {over}" if over else ""
 
 
 def render_claims_report(
@@ -139,9 +143,11 @@ def render_claims_report(
         if stale
         else "- the sweep's table: none yet (`python -m bnvg.sweep`)",
         "",
-        "Each reading: its value here, in the snapshot and in the published log; whether it "
-        "travels between platforms (robust, fragile, or unstable: luck of the draw); and how "
-        "often its claim's bound holds over the seeds the sweep ran.",
+        "Each reading: its value here, in the snapshot and in the published log; and the "
+        "evidence's two answers, apart. On platforms: robust (every platform prints it alike) "
+        "or fragile (with what they print); only this decides a verdict. Over seeds: in how "
+        "many minibatch orders and sets of starting weights its claim's bound held, which says "
+        "how general the sentence is.",
     ]
     if moved:
         out += [
@@ -194,7 +200,7 @@ def _claim(
     if readings:
         out += [
             "",
-            "| reading | here | snapshot | published | travels | over seeds |",
+            "| reading | here | snapshot | published | on platforms | over seeds |",
             "|---|---:|---:|---:|---|---|",
         ]
         for r in readings:
@@ -265,7 +271,7 @@ class HtmlExtras:
                         r.name,
                         r.printed,
                         snapshot,
-                        evidence.status if evidence else "not in the sweep",
+                        evidence.platform_verdict if evidence else "not in the sweep",
                         str(r.bound) if r.bound else "",
                     )
                 )
@@ -274,7 +280,7 @@ class HtmlExtras:
         drift = [str(v) for k, v in report.user_properties if k == DRIFT]
         return (
             '<table class="bnvg-readings"><tr><th>reading</th><th>here</th><th>snapshot</th>'
-            "<th>travels</th><th>the claim says</th></tr>"
+            "<th>on platforms</th><th>the claim says</th></tr>"
             + "".join(rows)
             + "</table>"
             + "".join(f"<p>drift: {html.escape(d)}</p>" for d in drift)

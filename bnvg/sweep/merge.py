@@ -4,7 +4,8 @@ From every fragment of this experiment under snapshots/evidence/fragments/ and t
 log it builds and writes
 
 - fragility.json and .md: per reading, what it printed on every platform, its band, its
-  spread over seeds, whether it is robust, fragile or unstable (`bnvg.evidence.fragility`);
+  spread over seeds, its platform verdict (robust or fragile) and, apart, how often its
+  bound holds over each seed axis (`bnvg.evidence.fragility`);
 - robustness.json and .md: per claim, how often it holds over minibatch orders and over
   starting weights, and on each torch release and each other architecture, as k of N with
   95% Wilson intervals;
@@ -372,8 +373,10 @@ def build_document(
     fragility = from_document(document)
     for name, entry in entries.items():
         evidence = fragility.readings[name]
-        entry["status"] = evidence.status
-        entry["holds"] = {g: evidence.holds_in(g) for g in ("platforms", "seeds")}
+        # The two questions, each under its own name: what the platforms print, and how
+        # general the bound is over each seed axis.
+        entry["platform verdict"] = evidence.platform_verdict
+        entry["holds"] = {g: evidence.holds_in(g) for g in ("platforms", "sampler", "init")}
     return document
 
 

@@ -20,22 +20,37 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bnvg.evidence.fragility import Fragility, Rate, ReadingEvidence, Seen, version_key
+from bnvg.evidence.fragility import (
+    FRAGILE,
+    ROBUST,
+    Fragility,
+    Rate,
+    ReadingEvidence,
+    Seen,
+    version_key,
+)
 from bnvg.log.layout import line_number
 
 # -- fragility.md ----------------------------------------------------------------------------
 LEGEND = """\
-- **robust**: printed the same on every platform below. On a platform new to the evidence, a
-  robust reading printed differently fails.
-- **fragile**: printed differently on some platform. On a new platform its moving is drift,
-  reported, not failed. Its band (the range seen, widened by half its width on each side,
-  clipped to its kind's domain) is shown for people; no verdict reads it.
-- **unstable**: its claim's bound holds on some platforms or seeds and not on others, each
-  run judged by its own numbers. It is luck of the draw: quote how often it holds, not a value.
+Each reading answers two questions, apart (`bnvg/evidence/fragility.py`).
 
-A status says in brackets what moves the reading: "kernels" (another CPU, other kernels or
-threads, on the reference's torch) or "torch" (another torch release under the reference
-kernels). A torch column is blank where that release prints what the reference prints.
+**On platforms: what does its line print?** (the column "on platforms")
+- **robust**: every platform below prints it alike. On a platform new to the evidence, a
+  robust reading printed differently fails.
+- **fragile**: some platform prints it otherwise (the prints are listed). On a new platform
+  its moving is drift, reported, not failed. Its band (the range seen, widened by half its
+  width on each side, clipped to its kind's domain) is shown for people; no verdict reads it.
+
+In brackets, what moves a fragile reading: "kernels" (another CPU, other kernels or threads,
+on the reference's torch) or "torch" (another torch release under the reference kernels). A
+torch column is blank where that release prints what the reference prints. "bound holds on
+k of N platforms" marks a claim whose statement itself depends on the platform: quote how
+often it holds, never a value.
+
+**Over seeds: how general is the sentence?** (the column "over seeds, the bound holds")
+In how many minibatch orders and sets of starting weights the claim's bound held, each run
+judged by its own numbers, as k of N. Seeds never decide a verdict or excuse a quoted value.
 
 A platform the evidence holds (the reference, or any platform below) is compared exactly
 with its own numbers (`bnvg/evidence/verdicts.py`).
@@ -58,9 +73,15 @@ def _seen(e: ReadingEvidence) -> str:
     return ", ".join(sorted(printed | {e.reference.printed}, key=lambda p: (_as_number(p), p)))
 
 
-def _status(e: ReadingEvidence) -> str:
+def _on_platforms(e: ReadingEvidence) -> str:
+    """The platform verdict, what moves it, and whether the claim's bound depends on the
+    platform: "fragile (kernels, torch); bound holds on 4 of 16 platforms"."""
     moved = [MOVES_WITH[axis] for axis in e.moves_with]
-    return e.status + (f" ({', '.join(moved)})" if moved else "")
+    said = e.platform_verdict + (f" ({', '.join(moved)})" if moved else "")
+    platforms = e.on_how_many_platforms()
+    if e.holds_on_some_platforms_only and platforms is not None:
+        said += f"; bound holds on {platforms.k} of {platforms.n} platforms"
+    return said
 
 
 def _on_release(fragility: Fragility, e: ReadingEvidence, release: str) -> str:
@@ -90,10 +111,11 @@ def _seeds(e: ReadingEvidence) -> str:
     return lo if lo == hi else f"{lo} / {mid} / {hi}"
 
 
-def _holds(e: ReadingEvidence) -> str:
-    if e.bound is None:
+def _generality(e: ReadingEvidence) -> str:
+    """ "at least 90: 16 of 33 minibatch orders, 19 of 33 starting weights"."""
+    if e.bound is None or not e.generality():
         return ""
-    return f"{e.bound}: " + ", ".join(f"{r.k} of {r.n} {what}" for what, r in e.how_often())
+    return f"{e.bound}: " + ", ".join(f"{r.k} of {r.n} {what}" for what, r in e.generality())
 
 
 def render_fragility(fragility: Fragility, sections: Mapping[int, str]) -> str:
@@ -102,12 +124,12 @@ def render_fragility(fragility: Fragility, sections: Mapping[int, str]) -> str:
     platforms = fragility.on_axis("platform")
     releases = list(fragility.releases)
     orders, weights = fragility.on_axis("sampler"), fragility.on_axis("init")
-    counts = {
-        status: sum(1 for e in fragility.readings.values() if e.status == status)
-        for status in ("robust", "fragile", "unstable")
-    }
+    verdicts = [e.platform_verdict for e in fragility.readings.values()]
+    counts = {verdict: verdicts.count(verdict) for verdict in (ROBUST, FRAGILE)}
+    bounded = [e for e in fragility.readings.values() if e.bound is not None and e.generality()]
+    general = sum(1 for e in bounded if e.general)
     out = [
-        "# Which numbers of the log travel, and which are luck",
+        "# Which numbers of the log travel, and how general each sentence is",
         "",
         "Written by the sweep (`python -m bnvg.sweep`, see the README) from the claims run under",
         f"{len(platforms)} other platforms, {len(releases)} other torch releases and "
@@ -132,9 +154,10 @@ def render_fragility(fragility: Fragility, sections: Mapping[int, str]) -> str:
         "of both. The published log (torch 2.12.1) is shown beside each reading; it is an "
         "observation, counted in no verdict and no band.",
         "",
-        f"{len(fragility.readings)} readings: "
-        + ", ".join(f"{n} {status}" for status, n in counts.items())
-        + ".",
+        f"{len(fragility.readings)} readings. On platforms: "
+        + ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+        + f". Over seeds: of the {len(bounded)} whose claim states a bound, {general} hold in "
+        f"every seed swept and {len(bounded) - general} do not.",
         "",
         LEGEND,
     ]
@@ -150,16 +173,17 @@ def render_fragility(fragility: Fragility, sections: Mapping[int, str]) -> str:
                 "",
                 f"## {title}",
                 "",
-                "| line | reading | here | published | status | on other platforms "
+                "| line | reading | here | published | on platforms | prints elsewhere "
                 + "".join(f"| torch {r} " for r in releases)
-                + "| band | over seeds (min / median / max) | claim's bound holds |",
+                + "| band | over seeds (min / median / max) | over seeds, the bound holds |",
                 "|---:|---|---:|---:|---|---|" + "---:|" * len(releases) + "---|---|---|",
             ]
         out.append(
             f"| {e.line} | {_escape(e.name)} | {e.reference.printed} | "
-            f"{e.published.printed if e.published else ''} | {_status(e)} | {_escape(_seen(e))} | "
+            f"{e.published.printed if e.published else ''} | {_on_platforms(e)} | "
+            f"{_escape(_seen(e))} | "
             + "".join(f"{_on_release(fragility, e, r)} | " for r in releases)
-            + f"{_band(e)} | {_seeds(e)} | {_holds(e)} |"
+            + f"{_band(e)} | {_seeds(e)} | {_generality(e)} |"
         )
     published = [
         (e, e.published.printed)
@@ -170,7 +194,7 @@ def render_fragility(fragility: Fragility, sections: Mapping[int, str]) -> str:
         out += ["", "## Where the published log differs from this machine", ""]
         out += [
             f"- line {e.line}, {e.name}: published {printed}, here {e.reference.printed} "
-            f"({e.status})"
+            f"({e.platform_verdict})"
             for e, printed in published
         ]
     return "\n".join(out) + "\n"
