@@ -3,7 +3,7 @@
 import pytest
 
 from bnvg.log import fill
-from bnvg.log.readings import at_most, exactly
+from bnvg.log.readings import about, below, exactly
 
 CHECKSUM_LINES = ["S3 checksum plain", "S3 checksum bn", "S3 identical weights"]
 
@@ -30,9 +30,11 @@ def test_default_init_keeps_layer_2_weights_below_one_half_with_std_0_31(
     workshop, starting_weights, quoted
 ):
     """Workshop: "layer-2 weight stats: std = 0.3114, max|w| = 0.4777 (PyTorch default init, fan_in = 4)":
-    PyTorch draws from U(-1/sqrt(fan_in), 1/sqrt(fan_in)) = U(-0.5, 0.5), a sub-unity scale."""
+    PyTorch draws from U(-1/sqrt(fan_in), 1/sqrt(fan_in)) = U(-0.5, 0.5), a sub-unity scale.
+    Asserted as named: every weight of layer 2 is below one half in size, and their std is
+    0.31 to two figures."""
     std, max_abs = starting_weights.layer2_std, starting_weights.layer2_max_abs
     quoted.lines(
-        fill.weight_stats(std, max_abs), holds={"max |w|": at_most(1 / workshop.width**0.5)}
+        fill.weight_stats(std, max_abs),
+        holds={"max |w|": below(1 / workshop.width**0.5), "std": about(0.31)},
     )
-    assert 0.2 < std < 0.4

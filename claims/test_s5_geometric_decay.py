@@ -33,8 +33,16 @@ def test_a_quarter_per_layer_leaves_under_one_millionth_after_10_layers():
 
 @pytest.mark.log_lines("plot geometric_decay.png")
 def test_geometric_decay_figure_is_drawn(figure, quoted):
-    """Figure: "Multiplying one factor per layer is geometric decay"."""
+    """Figure: "Multiplying one factor per layer is geometric decay": every plotted curve starts
+    at 1 and is multiplied by its factor, below 1, at each layer."""
     decay = series.geometric_decay(DECAY_FACTORS)
     figure.check(decay)
+    for factor in DECAY_FACTORS:
+        left = decay.columns[str(factor)]
+        assert factor < 1 and left[0] == 1, f"factor {factor}: starts at {left[0]}"
+        per_layer = left[1:] / left[:-1]
+        assert per_layer == pytest.approx([factor] * len(per_layer), rel=1e-12), (
+            f"factor {factor}: each layer multiplies by {per_layer.tolist()}"
+        )
     figure.draw("geometric_decay.png", decay)
     quoted.lines(fill.plot_saved("geometric_decay.png"))

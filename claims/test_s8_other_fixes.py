@@ -4,11 +4,12 @@ same seed and trained with the same recipe as the S6 nets."""
 import pytest
 
 from bnvg.evidence.fragility import Rate
+from bnvg.evidence.fragments import seed_variant_name
 from bnvg.experiment.config import NetSpec
 from bnvg.figures import series
 from bnvg.log import fill
 from bnvg.log.layout import S8_VARIANTS
-from bnvg.log.readings import above, at_least, below
+from bnvg.log.readings import about, above, at_least, below
 
 # The S8 table's names for the runs of bnvg.experiment.runs.RUNS ("plain sigmoid" and
 # "batch norm" are the S6 runs).
@@ -28,22 +29,27 @@ def row(name, runs, init_ratio):
 @pytest.mark.log_lines("S8 xavier std")
 def test_xavier_init_scales_layer_2_weights_to_std_about_0_5(starting_weights, quoted):
     """Workshop: "xavier layer-2 weight std = 0.5155 (default was 0.3114)": Glorot's scale
-    sqrt(2 / (fan_in + fan_out)) = 0.5 for 4-into-4 layers, above PyTorch's default."""
+    sqrt(2 / (fan_in + fan_out)) = 0.5 for 4-into-4 layers, above PyTorch's default. The
+    16 weights drawn have a std of about 0.5, to one figure."""
     xavier, default = starting_weights.xavier_layer2_std, starting_weights.layer2_std
-    quoted.lines(fill.xavier_std(xavier, default), holds={"Xavier std": above(default)})
-    assert round(xavier, 1) == 0.5
+    quoted.lines(fill.xavier_std(xavier, default), holds={"Xavier std": about(0.5)})
+    assert xavier > default, f"Xavier's std {xavier:.4f}, the default's {default:.4f}"
 
 
 @pytest.mark.runs("plain")
 @pytest.mark.log_lines("S8 plain sigmoid")
-def test_plain_sigmoid_row_stays_at_chance(runs, init_ratio, quoted):
-    """Workshop: "plain sigmoid 3.32e-04 51.5%": the S6 run, the one that does not work."""
+def test_plain_sigmoid_row_stays_at_chance(runs, init_ratio, quoted, workshop):
+    """Workshop: "plain sigmoid 3.32e-04 51.5%": the S6 run, the one that does not work. "At
+    chance" is said of the row, whose accuracy is the run's final one: 50% to one figure. It
+    never got further than chance allows: at none of the 81 points its history records does
+    it reach 90%."""
     ratio, run = row("plain sigmoid", runs, init_ratio)
+    h = run.history
     quoted.lines(
-        fill.variant_row("plain sigmoid", ratio, run.history.final_acc),
-        holds={"init gradient ratio": below(1e-3), "final test accuracy": below(90)},
+        fill.variant_row("plain sigmoid", ratio, h.final_acc),
+        holds={"init gradient ratio": below(1e-3), "final test accuracy": about(50)},
     )
-    assert run.history.best_acc < 0.90
+    assert (why := h.never_at_target(workshop.recorded_steps)) is None, why
 
 
 @pytest.mark.parametrize(
@@ -73,16 +79,19 @@ def test_fix_raises_the_init_gradient_ratio_10x_and_reaches_90_percent(
 @pytest.mark.log_lines("S8 layer norm")
 def test_layer_norm_raises_the_init_gradient_ratio_8x_over_the_plain_net(runs, init_ratio, quoted):
     """Workshop: "layer norm 2.76e-03 100.0%" as published. Only the gradient half holds as a
-    fact: at init its layer-1 gradient ratio is 2.76e-03 against the plain net's 3.32e-04. Its
-    final accuracy is luck of the draw (51.5% here, 100.0% published): the claim declares the
-    workshop's bar, at least 90%, as one that holds only sometimes, and the next claim states
-    how often."""
+    fact: at init its layer-1 gradient ratio is 2.76e-03 against the plain net's 3.32e-04,
+    about 8x theirs (to one figure: 7.5x to below 8.5x). Its final accuracy is luck of the
+    draw (51.5% here, 100.0% published): the claim declares the workshop's bar, at least 90%,
+    as one that holds only sometimes, and the next claim states how often."""
     ratio, run = row("layer norm", runs, init_ratio)
+    plain = init_ratio(NetSpec())
     quoted.lines(
         fill.variant_row("layer norm", ratio, run.history.final_acc),
-        holds={"init gradient ratio": above(5 * init_ratio(NetSpec()))},
+        # The bound the sweep counts is the sentence's lower end; the assert below, the whole.
+        holds={"init gradient ratio": at_least(7.5 * plain)},
         sometimes={"final test accuracy": at_least(90)},
     )
+    assert about(8).holds(ratio / plain), f"{ratio:.2e} against {plain:.2e}: {ratio / plain:.2f}x"
 
 
 @pytest.mark.runs(*(RUN_OF[name] for name in S8_VARIANTS))
@@ -115,9 +124,14 @@ def test_variants_accuracy_figure_is_drawn(runs, figure, quoted, fragility_table
 
 @pytest.mark.log_lines("plot relu_and_deriv.png")
 def test_relu_and_slope_figure_is_drawn(figure, figure_table, quoted):
-    """Figure: "ReLU and its slope": slope exactly 1 where active, so no shrinkage."""
+    """Figure: "ReLU and its slope": slope exactly 1 where active, so no shrinkage. On the plotted
+    grid, the slope is exactly 1 at every z > 0, where ReLU passes z through unchanged."""
     relu = figure_table("relu_and_deriv.png", series.relu_and_slope)
     figure.check(relu)
+    z, slope = relu.columns["z"], relu.columns["slope"]
+    active = z > 0
+    assert active.any() and (slope[active] == 1).all(), f"slopes where active: {set(slope[active])}"
+    assert (relu.columns["relu"][active] == z[active]).all(), "ReLU changes an active z"
     figure.draw("relu_and_deriv.png", relu)
     quoted.lines(fill.plot_saved("relu_and_deriv.png"))
 
@@ -125,25 +139,32 @@ def test_relu_and_slope_figure_is_drawn(figure, figure_table, quoted):
 @pytest.mark.evidence
 @pytest.mark.runs("layer norm")
 def test_layer_norm_reaches_90_percent_only_about_half_the_time(
-    runs, fragility_table, platform_standing
+    runs, fragility_table, platform_standing, workshop
 ):
     """Workshop: "layer norm ... 100.0%" is luck of the draw. Over the sweep's 33 minibatch
     orders the same net ends at 90% or more in 16, and over 33 sets of starting weights in
-    19: neither a fix that works nor one that never does. Asserted as it holds: on both
-    axes the 95% interval of the rate lies inside 0.1 to 0.9. Evidence: the sweep's table
-    (snapshots/evidence/fragility.md, `python -m bnvg.sweep`), whose seed-0 value on this
-    platform, where the sweep ran it, must be the one this run computed."""
+    19: about half the time. Asserted as stated: on both seed axes, half lies inside the 95%
+    interval of the rate (the sweep's counts are consistent with one in two), from at least 8
+    seeds each. Evidence: the sweep's table (snapshots/evidence/fragility.md,
+    `python -m bnvg.sweep`), whose entry for this run's own seeds on this platform, where the
+    sweep ran them, must be the value this run computed."""
     evidence = fragility_table.reading(LAYER_NORM_ACCURACY)
     assert evidence is not None, (
         "the sweep's table has no layer norm row for this experiment: python -m bnvg.sweep"
     )
     here = runs.get("layer norm").history.final_acc * 100
-    seen = evidence.on_platform(platform_standing.platform)
-    if seen is not None:  # a platform new to the evidence has no entry to agree with
-        assert seen.value == here, f"the sweep saw {seen.printed} on this platform, here {here}"
-    assert evidence.unstable
+    # This run's own seeds: an exploratory --sampler-seed 5 is compared with the sweep's
+    # sampler-seed-5, never with the workshop's seed 0.
+    seeds = seed_variant_name(workshop.sampler_seed, workshop.init_seed)
+    seen = evidence.at_seeds(platform_standing.platform, seeds)
+    if seen is not None:  # a platform or seed new to the evidence has no entry to agree with
+        where = f"at {seeds}" if seeds else "at the workshop's seeds"
+        assert seen.value == here, (
+            f"the sweep saw {seen.printed} on this platform {where}, here {here:.1f}"
+        )
     for axis in ("sampler", "init"):
         counts = evidence.holds_in(axis)
         assert counts is not None and counts[1] >= 8, f"too few {axis} seeds swept: {counts}"
-        low, high = Rate(*counts).interval
-        assert low > 0.1 and high < 0.9, f"{axis}: at least 90% in {Rate(*counts)}"
+        rate = Rate(*counts)
+        low, high = rate.interval
+        assert low <= 0.5 <= high, f"{axis}: at least 90% in {rate}, not about half the time"

@@ -15,9 +15,11 @@ from bnvg.log.readings import (
     Bound,
     Quantity,
     Reading,
+    about,
     at_least,
     at_most,
     kind_named,
+    significant_figures,
 )
 
 ACCURACY = Quantity("final test accuracy", PERCENT, ".1f")
@@ -74,6 +76,7 @@ def test_a_bound_says_what_it_asserts_and_a_step_that_never_came_is_later_than_a
         Reading("S3 identical weights", Quantity("checksums equal", FLAG), True),
         Reading("versions", Quantity("seed", SETTING), 0),
         Reading("S8 layer norm", ACCURACY, 51.5, at_least(90), sometimes=True),
+        Reading("S4 plain ratio", Quantity("times smaller", RATIO, ".0f"), 3015.3, about(3000)),
     ],
 )
 def test_a_reading_travels_as_json_unchanged(reading):
@@ -85,3 +88,41 @@ def test_the_published_log_is_parsed_back_as_the_quantity_prints_it():
     assert Quantity("seed", SETTING).parse("0") == 0
     assert Quantity("lr", SETTING).parse("5.0") == 5.0
     assert Quantity("same", FLAG).parse("True") is True
+
+
+# -- about: a number a sentence rounds, bounded by the sentence's rounding ------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "holds"),
+    [(2499.9, False), (2500, True), (3015.3, True), (3499.9, True), (3500, False), (None, False)],
+)
+def test_about_3000_is_what_rounds_to_3000_at_one_figure(value, holds):
+    assert about(3000).holds(value) is holds
+
+
+def test_about_counts_the_figures_the_threshold_is_written_with():
+    figures = {x: significant_figures(x) for x in (3000, 0.25, 8, 0.1, 700, 3015, 1e-06)}
+    assert figures == {3000: 1, 0.25: 2, 8: 1, 0.1: 1, 700: 1, 3015: 4, 1e-06: 1}
+    # about(0.25): two figures, 0.245 to below 0.255; about(8): one, 7.5 to below 8.5.
+    assert [about(0.25).holds(v) for v in (0.2449, 0.2451, 0.2549, 0.2551)] == [0, 1, 1, 0]
+    assert [about(8).holds(v) for v in (7.4999, 7.5, 8.33, 8.4999, 8.5)] == [0, 1, 1, 1, 0]
+
+
+def test_about_rounds_the_value_at_its_own_leading_figure():
+    # "about 1000": 950 is 1000 to one figure, 949 is 900; 1499 is 1000, 1500 is 2000.
+    assert [about(1000).holds(v) for v in (949, 950, 1499, 1500)] == [False, True, True, False]
+    # "about 0.1 per layer": the plain net's backward shrink factors, 0.096 to 0.120.
+    assert all(about(0.1).holds(f) for f in (0.095944707461311202, 0.10423566729916094, 0.1196))
+    assert not about(0.1).holds(0.0949) and not about(0.1).holds(0.1501)
+    assert about(-3000).holds(-2500) and not about(3000).holds(-3000)
+    assert about(0).holds(0.0) and not about(0).holds(1e-300)
+
+
+def test_about_says_what_it_asserts_fails_where_no_number_is_and_travels_as_a_pair():
+    assert str(about(3000)) == "about 3000" and str(about(0.25)) == "about 0.25"
+    assert not about(3000).holds(math.inf) and not about(3000).holds(math.nan)
+    # The sweep's fragments store a bound as [op, threshold] and read it with Bound(*pair).
+    assert Bound(*["~", 3000]) == about(3000) and Bound(*["<", 1.0]) == Bound("<", 1.0)
+    with pytest.raises(ValueError, match="'about' needs a finite number"):
+        about(math.inf)

@@ -92,6 +92,13 @@ class Workshop:
         return dataclasses.replace(self, sampler_seed=sampler, init_seed=init)
 
     @property
+    def recorded_steps(self) -> tuple[int, ...]:
+        """The steps a training history records (`bnvg.experiment.train`): step 1, then every
+        `eval_every`. What the log's "first >=90%: never" counts is these points, and no
+        others: the steps between are never evaluated."""
+        return tuple(s for s in range(1, self.steps + 1) if s == 1 or s % self.eval_every == 0)
+
+    @property
     def n_test(self) -> int:
         return self.n_samples - self.n_train
 

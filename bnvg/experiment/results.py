@@ -8,7 +8,7 @@ pytest's cache (`bnvg.plugin.fixtures`) read it without importing torch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -101,6 +101,17 @@ class History:
     @property
     def best_acc(self) -> float:
         return max(self.test_acc)
+
+    def never_at_target(self, recorded: Sequence[int]) -> str | None:
+        """Why "never at 90%" does not hold of this history, or None where it does: it
+        records every step of `recorded` (the recipe's, `Workshop.recorded_steps`) and its
+        test accuracy is below 90% at each."""
+        if tuple(self.step) != tuple(recorded):
+            return f"the history records {len(self.step)} points, the recipe {len(recorded)}"
+        best = max(range(len(self.step)), key=lambda i: self.test_acc[i])
+        if self.test_acc[best] >= TARGET_ACCURACY:
+            return f"{self.test_acc[best] * 100:.1f}% at step {self.step[best]}"
+        return None
 
     @property
     def first_step_at_target(self) -> int | None:

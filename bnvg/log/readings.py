@@ -14,6 +14,7 @@ import math
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 Value = float | int | bool | None  # None: a step that never came ("first >=90%: never")
@@ -97,18 +98,49 @@ class Quantity:
         return int(printed) if is_whole else float(printed)
 
 
+def significant_figures(x: float) -> int:
+    """How many significant figures `x` is written with, as `f"{x:g}"` writes it: the
+    trailing zeros of a whole number are not significant (3000 -> 1, 0.25 -> 2, 8 -> 1)."""
+    return len(Decimal(f"{x:g}").normalize().as_tuple().digits)
+
+
+def is_about(value: float, x: float) -> bool:
+    """Whether `value`, rounded to as many significant figures as `x` is written with, is
+    `x`: "about 3000" is 2500 <= value < 3500, "about 0.1" is 0.095 <= value < 0.15.
+
+    The figures count from the value's own leading digit, so "about 1000" is 950 up to 1500
+    (950 is 1000 to one figure; 900 is not). Halves round away from zero, as a reader rounds;
+    the value is taken exactly as stored (0.15 is stored a hair below 0.15, so to one figure
+    it is 0.1, as `f"{0.15:.1f}"` prints it). A value that is not finite (a step that never
+    came) is about nothing."""
+    if not math.isfinite(value):
+        return False
+    written = Decimal(f"{x:g}")
+    exact = Decimal(value)
+    if exact == 0 or written == 0:
+        return exact == written
+    last_figure = exact.adjusted() - significant_figures(x) + 1  # its power of ten
+    return exact.quantize(Decimal(1).scaleb(last_figure), rounding=ROUND_HALF_UP) == written
+
+
 _OPS: Mapping[str, tuple[Callable[[Any, Any], bool], str]] = {
     ">=": (operator.ge, "at least"),
     ">": (operator.gt, "above"),
     "<=": (operator.le, "at most"),
     "<": (operator.lt, "below"),
     "==": (operator.eq, "exactly"),
+    "~": (is_about, "about"),
 }
 
 
 @dataclass(frozen=True)
 class Bound:
-    """What a claim asserts about one reading: "final test accuracy at least 90"."""
+    """What a claim asserts about one reading: "final test accuracy at least 90".
+
+    `op` is one of ">=", ">", "<=", "<", "==" and "~" ("about": the value rounds to the
+    threshold at the figures the threshold is written with). A bound travels as the pair
+    [op, threshold] (`Reading.to_json`, the sweep's fragments), and `Bound(*pair)` reads it.
+    """
 
     op: str
     threshold: float
@@ -116,9 +148,12 @@ class Bound:
     def __post_init__(self) -> None:
         if self.op not in _OPS:
             raise ValueError(f"unknown bound {self.op!r}: valid are " + ", ".join(_OPS))
+        if self.op == "~" and not math.isfinite(self.threshold):
+            raise ValueError(f"'about' needs a finite number, got {self.threshold!r}")
 
     def holds(self, value: Value) -> bool:
-        # A step that never came is later than any bound: "first >= 90% by step 100" fails.
+        # A step that never came is later than any bound: "first >= 90% by step 100" fails;
+        # and it is about no number.
         number = math.inf if value is None else float(value)
         return bool(_OPS[self.op][0](number, self.threshold))
 
@@ -144,6 +179,14 @@ def below(x: float) -> Bound:
 
 def exactly(x: float) -> Bound:
     return Bound("==", x)
+
+
+def about(x: float) -> Bound:
+    """The value rounds to `x` at the figures `x` is written with: about(3000) is "3000x
+    smaller" as a sentence says it (2500 <= value < 3500), about(8) is 7.5 <= value < 8.5 and
+    about(0.25) is 0.245 <= value < 0.255. Write `x` at the sentence's precision: about(3015)
+    says far more than "about 3000"."""
+    return Bound("~", x)
 
 
 @dataclass(frozen=True)
