@@ -8,6 +8,8 @@
         figures/       one file per figure that plots anything but a history
       evidence/      the sweep's fragments and tables (fragility.*, robustness.*), the published log
       environment.json   the platform that recorded the snapshots
+    obtained/        git-ignored: what a normal run computed (results.log, diagrams/), and
+                     the update's undo journal (.update/)
 
 Each snapshot library owns its folder and looks nowhere else: syrupy claims every file under
 `text/` as its own, so nothing else may live there.
@@ -76,6 +78,26 @@ class Places:
     @property
     def diagrams(self) -> Path:
         return self.root / "diagrams"
+
+    @property
+    def record_folders(self) -> tuple[Path, ...]:
+        """The folders of the record a claims session may write, and only under a completed
+        --snapshot-update (`bnvg.transaction`); with `environment`, the whole record."""
+        return (self.root / "captures", self.diagrams, self.text_snapshots, self.numbers)
+
+    @property
+    def obtained(self) -> Path:
+        """What a normal run computed, never committed (git-ignored): its log and figures,
+        as pytest-regressions writes its `.obtained` files beside the expected ones."""
+        return self.root / "obtained"
+
+    @property
+    def obtained_results_log(self) -> Path:
+        return self.obtained / "results.log"
+
+    @property
+    def obtained_diagrams(self) -> Path:
+        return self.obtained / "diagrams"
 
     def text_snapshot(self, claims_module: Path) -> Path:
         """The Amber file of one claims module."""

@@ -103,7 +103,7 @@ def test_on_a_new_platform_a_statement_that_breaks_fails_naming_it(suite):
 
 def test_the_log_shows_the_value_computed_here_even_when_it_drifted(suite, pytester):
     suite("0.0079")
-    log = (pytester.path / "captures" / "results.log").read_text().splitlines()
+    log = (pytester.path / "obtained" / "results.log").read_text().splitlines()
     assert "final train loss = 0.0079" in log[65]
 
 

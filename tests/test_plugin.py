@@ -38,13 +38,14 @@ HEADER = "import pytest\nfrom bnvg.log.layout import LogLine\n"
 
 @pytest.fixture
 def suite(pytester):
-    """Write a claims module from (name, keys[, body]) tuples; returns the log's path."""
+    """Write a claims module from (name, keys[, body]) tuples; returns the log's path (a
+    normal run writes obtained/, never the committed captures/)."""
 
     def write(*claims):
         pytester.makeconftest(CONFTEST)
         source = HEADER + "".join(claim(*c) for c in claims)
         pytester.makepyfile(test_claims=source)
-        return pytester.path / "captures" / "results.log"
+        return pytester.path / "obtained" / "results.log"
 
     return write
 
@@ -90,7 +91,8 @@ def test_a_claim_failing_after_it_wrote_its_lines_still_writes_none_of_them(pyte
         """
     )
     pytester.runpytest().assert_outcomes(failed=1)
-    assert "800 train" not in (pytester.path / "captures" / "results.log").read_text()
+    assert "800 train" not in (pytester.path / "obtained" / "results.log").read_text()
+    assert not (pytester.path / "captures").exists()
 
 
 def test_a_complete_run_writes_every_line_and_says_so(suite, pytester):
@@ -101,7 +103,7 @@ def test_a_complete_run_writes_every_line_and_says_so(suite, pytester):
     result.stdout.fnmatch_lines(
         [
             "*- results.log -*",
-            f"wrote captures/results.log: {len(slot_keys())} verified lines from "
+            f"wrote obtained/results.log: {len(slot_keys())} verified lines from "
             f"{len(slot_keys())} passing claims (complete)",
         ]
     )
@@ -111,11 +113,12 @@ def test_a_complete_run_writes_every_line_and_says_so(suite, pytester):
 def test_a_partial_run_never_replaces_a_complete_log(suite, pytester, narrowing):
     claims = all_claims()
     claims[3] = ("c3", claims[3][1], "assert False")  # makes -x stop early
-    log = suite(*claims)
+    suite(*claims)
+    log = pytester.path / "captures" / "results.log"  # as an update, or --results-log, writes
     complete = "\n".join(f"line {i}" for i in range(1, N_LINES + 1)) + "\n"
     log.parent.mkdir()
     log.write_text(complete)
-    result = pytester.runpytest(*narrowing)
+    result = pytester.runpytest(f"--results-log={log}", *narrowing)
     assert log.read_text() == complete
     result.stdout.fnmatch_lines(
         [
@@ -125,10 +128,11 @@ def test_a_partial_run_never_replaces_a_complete_log(suite, pytester, narrowing)
 
 
 def test_a_run_that_ran_no_claim_leaves_the_log_alone(suite, pytester):
-    log = suite(("split", ["S1 split"]))
+    suite(("split", ["S1 split"]))
+    log = pytester.path / "captures" / "results.log"  # as an update, or --results-log, writes
     log.parent.mkdir()
     log.write_text("whatever was there\n")
-    result = pytester.runpytest("-m", "nothing")
+    result = pytester.runpytest(f"--results-log={log}", "-m", "nothing")
     assert log.read_text() == "whatever was there\n"
     assert "results.log" not in result.stdout.str()
 

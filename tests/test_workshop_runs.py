@@ -207,6 +207,7 @@ def reported_run(tmp_path_factory, warm_claims):
         f"--claims-report={folder / 'report.md'}",
         f"--html={folder / 'report.html'}",
         "--self-contained-html",
+        f"--junitxml={folder / 'junit.xml'}",
     ]
     return warm_claims(args, cwd=ROOT, outputs=folder / "out"), folder
 
@@ -279,8 +280,33 @@ def test_the_html_report_embeds_every_figure_and_each_claims_sentence_and_readin
     assert "Workshop: &quot;gradient ratio, layer 1 vs output" in ratio["sentence"]
     [table] = [e["content"] for e in ratio["extras"] if e["format_type"] == "html"]
     assert (
-        "<td>S4 plain ratio, times smaller</td><td>3015</td><td>3015</td><td>unstable</td>" in table
+        "<td>S4 plain ratio, times smaller</td><td>3015</td><td>3015</td><td>robust</td>" in table
     )
+
+
+def test_the_junit_xml_holds_each_claims_sentence_and_log_lines_and_nothing_internal(
+    reported_run,
+):
+    """CI systems ingest the JUnit XML: per claim, its sentence and the log lines it verified,
+    nothing of the plugin's own transport, 100 KB at most for the whole run."""
+    import xml.etree.ElementTree as ET
+
+    _, folder = reported_run
+    path = folder / "junit.xml"
+    assert path.stat().st_size <= 100_000, f"{path.stat().st_size} bytes"
+    cases = {
+        f"{case.get('classname')}.{case.get('name')}": {
+            p.get("name"): p.get("value") for p in case.iter("property")
+        }
+        for case in ET.parse(path).getroot().iter("testcase")
+    }
+    ratio = cases[
+        "claims.test_s4_at_init.test_plain_net_first_layer_gradient_is_3000x_smaller_than_output"
+    ]
+    assert ratio["sentence"].startswith('Workshop: "gradient ratio, layer 1 vs output')
+    assert ratio["log line 40"] == "gradient ratio, layer 1 vs output: 3.32e-04  (3015x smaller)"
+    names = {name for properties in cases.values() for name in properties}
+    assert not {n for n in names if n.startswith("bnvg")}, names
 
 
 def test_a_moved_history_still_lets_its_claims_say_which_quoted_numbers_moved(

@@ -14,7 +14,7 @@ import pytest
 
 from bnvg.evidence.citations import Citation, check, find_citations
 from bnvg.log.layout import context_of
-from bnvg.plugin.options import CITATION, CITED, DRIFT, NOTE, fragility, settings
+from bnvg.plugin.options import CITATION, CITED, DRIFT, NOTE, channel, fragility, settings
 from bnvg.store import relative
 
 
@@ -48,8 +48,8 @@ class CitationItem(pytest.Item):
     def __init__(self, *, citation: Citation, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.citation = citation
-        self.user_properties.append((CITATION, True))
-        self.user_properties.append((CITED, list(citation.lines)))
+        channel(self).append((CITATION, True))
+        channel(self).append((CITED, list(citation.lines)))
 
     def runtest(self) -> None:
         from bnvg.plugin.session import CONTROLLER
@@ -64,9 +64,9 @@ class CitationItem(pytest.Item):
         verdict = check(self.citation, log.lines, context, fragility(self.config), log.n_lines)
         where = f"{self.citation.path}:{self.citation.md_line}"
         for drift in verdict.drift:
-            self.user_properties.append((DRIFT, f"{where} {drift}"))
+            channel(self).append((DRIFT, f"{where} {drift}"))
         for note in verdict.notes:
-            self.user_properties.append((NOTE, f"{where} {note}"))
+            channel(self).append((NOTE, f"{where} {note}"))
         if verdict.problems:
             raise CitationError("\n".join(verdict.problems))
 

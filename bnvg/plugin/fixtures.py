@@ -37,13 +37,14 @@ from bnvg.evidence.tables import Table, history_table
 from bnvg.experiment.results import TrainedRun
 from bnvg.plugin.options import (
     EVENTS,
-    LINE,
     RUNS_FOLDER,
     TITLE,
     UPDATE_COMMAND,
+    channel,
     fragility,
     owned_keys,
     process_facts,
+    send_line,
     session_id,
     settings,
     standing,
@@ -201,7 +202,7 @@ class ResultsLog:
                 f"{self._item.nodeid} writes log line {line.key!r} but its log_lines mark "
                 f"declares only {list(self._owns)}"
             )
-        self._item.user_properties.append((LINE, line.to_json()))
+        send_line(self._item, line)
 
 
 @pytest.fixture
@@ -449,7 +450,7 @@ class Figure:
             "holds": list(holds),
             **{"sometimes": dict(sometimes or {})},
         }
-        self._item.user_properties.append((TITLE, said))
+        channel(self._item).append((TITLE, said))
 
     def check(self, *tables: Table) -> None:
         """Compare the numbers the figure plots with their snapshot."""

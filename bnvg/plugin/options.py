@@ -12,8 +12,11 @@
   `evidence` (it reads the sweep's own tables). A suite in which a log line has an unknown
   name or two owners is refused before anything runs; citations run last, because they read
   the log the claims before them verified.
-- **The channel**: a claim's evidence rides on its report (`user_properties`), which xdist
-  ships to the controller (`bnvg.plugin.session`) under the names below.
+- **The channel**: a claim's evidence rides on its report as `report.bnvg`, a list of named
+  payloads (the names below) that xdist ships to the controller (`bnvg.plugin.session`)
+  with the report's own fields; each phase's report carries what that phase added, once.
+  `user_properties`, which JUnit XML and other reports print, holds only what a reader
+  wants: the claim's sentence and the log lines it verified.
 - **Where it runs**: `-n auto` (set in pyproject.toml) spreads a full suite over every core,
   but runs a narrowed selection, or a suite whose trained runs pytest's cache already holds,
   in one process.
@@ -32,9 +35,10 @@ import json
 import os
 import sys
 import uuid
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,9 +48,10 @@ from bnvg.evidence.fragments import FragmentStore, experiment_fingerprint, seed_
 from bnvg.evidence.verdicts import HELD, NEW, REFERENCE, Standing
 from bnvg.experiment import platform
 from bnvg.experiment.platform import TORCH_FACTS_FOLDER, Platform, torch_facts
-from bnvg.log.layout import claimed_keys
+from bnvg.log.layout import LogLine, claimed_keys, line_number
 from bnvg.places import Places
 from bnvg.store import Event, Store
+from bnvg.transaction import Busy, Update
 
 # -- options and settings -------------------------------------------------------------------
 UPDATE_COMMAND = "pytest claims/ --snapshot-update"
@@ -201,17 +206,21 @@ def _path(option: str | None) -> Path | None:
 SEEDS_FOLDER = "bnvg-seeds"  # under pytest's cache folder: another experiment's log and figures
 
 
-def _outputs(config: pytest.Config, places: Places) -> tuple[Path, Path]:
-    """(results.log, the figures' folder) of this session. The workshop's go to the
-    committed captures/ and diagrams/; another experiment's (--sampler-seed, --init-seed)
-    never do: they go to pytest's cache folder, or where the options say."""
+def _outputs(config: pytest.Config, places: Places, update: bool) -> tuple[Path, Path]:
+    """(results.log, the figures' folder) of this session, where the options do not say.
+    Only a --snapshot-update writes the committed captures/ and diagrams/ (`bnvg.transaction`
+    makes it all or nothing); a normal run writes what it computed to the git-ignored
+    obtained/ folder, whatever the platform and whatever passed, and says what differs;
+    another experiment's (--sampler-seed, --init-seed) go to pytest's cache folder."""
     results_log = _path(config.getoption("bnvg_results_log"))
     diagrams = _path(config.getoption("bnvg_diagrams"))
     variant = seed_variant_name(
         config.getoption("bnvg_sampler_seed"), config.getoption("bnvg_init_seed")
     )
-    if variant is None:
+    if variant is None and update:
         return results_log or places.results_log, diagrams or places.diagrams
+    if variant is None:
+        return results_log or places.obtained_results_log, diagrams or places.obtained_diagrams
     committed = {places.results_log.resolve(), places.diagrams.resolve()}
     for option, given in (("--results-log", results_log), ("--diagrams", diagrams)):
         if given is not None and given.resolve() in committed:
@@ -228,6 +237,76 @@ def _outputs(config: pytest.Config, places: Places) -> tuple[Path, Path]:
         results_log = results_log or elsewhere / "results.log"
         diagrams = diagrams or elsewhere / "diagrams"
     return results_log, diagrams
+
+
+UPDATE = pytest.StashKey[Update]()  # the update's transaction, on the controller
+RECOVERED = pytest.StashKey[str]()  # what this session found and put back, said in its header
+
+
+def _locked(places: Places) -> Update:
+    """The checkout's update transaction, its lock taken (refused while an update runs)."""
+    transaction = Update(places)
+    try:
+        transaction.acquire()
+    except Busy as busy:
+        raise pytest.UsageError(str(busy)) from None
+    return transaction
+
+
+def _recover(config: pytest.Config, places: Places) -> None:
+    """Put back what an interrupted update left half written, and say so in the header."""
+    transaction = _locked(places)
+    try:
+        recovered = transaction.recover()
+    finally:
+        transaction.release()
+    if recovered:
+        config.stash[RECOVERED] = recovered
+
+
+def _begin_update(config: pytest.Config, places: Places) -> None:
+    """An update holds the lock for its whole session, and keeps the record's copy that
+    undoes it if it never completes (`bnvg.plugin.session` commits it, or rolls it back)."""
+    transaction = _locked(places)
+    transaction.begin()
+    config.stash[UPDATE] = transaction
+
+
+def end_update(config: pytest.Config, completed: bool) -> str | None:
+    """Commit the session's update (`completed`) or roll it back; say what happened to an
+    update that did not complete. Nothing to do outside an update, or a second time."""
+    transaction = config.stash.get(UPDATE, None)
+    if transaction is None:
+        return None
+    del config.stash[UPDATE]
+    try:
+        if completed:
+            transaction.commit()
+            return None
+        transaction.rollback()
+        return (
+            "the update did not complete: nothing of it was kept, the record (captures/, "
+            "diagrams/, snapshots/) is as committed"
+        )
+    finally:
+        transaction.release()
+
+
+def _clear_obtained(s: Settings) -> None:
+    """The obtained folder holds what this run computed, and nothing an earlier run left:
+    a narrowed run's obtained/ has its own lines and figures only."""
+    places = s.places
+    if s.results_log == places.obtained_results_log:
+        s.results_log.unlink(missing_ok=True)
+    if s.diagrams == places.obtained_diagrams and s.diagrams.is_dir():
+        for png in s.diagrams.glob("*.png"):
+            png.unlink(missing_ok=True)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """What this session found before it began: an update interrupted part way, undone."""
+    recovered = config.stash.get(RECOVERED, None)
+    return [recovered] if recovered else []
 
 
 def _refuse_unwritable(s: Settings) -> None:
@@ -310,7 +389,10 @@ def pytest_configure(config: pytest.Config) -> None:
             "numbers as the workshop's: seed variants belong to the sweep, which runs them in "
             "scratch copies (python -m bnvg.sweep)"
         )
-    results_log, diagrams = _outputs(config, places)
+    if is_controller(config) and not config.option.help:
+        # Before anything reads the record: an update killed part way is undone first.
+        _recover(config, places)
+    results_log, diagrams = _outputs(config, places, update)
     config.stash[SETTINGS] = Settings(
         places=places,
         results_log=results_log,
@@ -334,6 +416,10 @@ def pytest_configure(config: pytest.Config) -> None:
         _refuse_unwritable(config.stash[SETTINGS])
         if not config.option.help:  # `pytest --help` configures too, and must still answer
             _refuse_unknown_reference(config.stash[SETTINGS])
+            if update:
+                _begin_update(config, places)
+            else:
+                _clear_obtained(config.stash[SETTINGS])
     # One intra-op thread in every process that computes: the thread count changes the
     # training-end numbers. torch reads it when it is imported (`bnvg.experiment.runtime`),
     # so a session that computes nothing never imports it.
@@ -366,9 +452,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_setup(item: pytest.Item) -> None:
     keys = owned_keys(item)
     if keys:
-        item.user_properties.append((OWNS, keys))
+        channel(item).append((OWNS, keys))
     if not is_citation(item):
-        item.user_properties.append((SENTENCE, sentence_of(item)))
+        sentence = sentence_of(item)
+        channel(item).append((SENTENCE, sentence))
+        item.user_properties.append(("sentence", sentence))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Each report carries, as `report.bnvg`, what the claim put on its channel since the
+    previous phase's report: every payload crosses to the controller once."""
+    report = yield
+    sent = item.stash.get(SENT, 0)
+    payloads = channel(item)
+    report.bnvg = payloads[sent:]  # type: ignore[attr-defined]
+    item.stash[SENT] = len(payloads)
+    return report
 
 
 def narrowed(config: pytest.Config) -> bool:
@@ -529,7 +631,31 @@ def standing(config: pytest.Config) -> Standing:
 
 
 # -- the channel: what a claim's report carries to the controller ---------------------------
-# user_properties names
+CHANNEL = pytest.StashKey[list[tuple[str, Any]]]()
+SENT = pytest.StashKey[int]()  # how many of the item's payloads earlier reports carried
+
+
+def channel(item: pytest.Item) -> list[tuple[str, Any]]:
+    """The payloads a claim (or a citation) sends to the controller with its reports."""
+    if CHANNEL not in item.stash:
+        item.stash[CHANNEL] = []
+    return item.stash[CHANNEL]
+
+
+def payloads(report: pytest.TestReport) -> list[tuple[str, Any]]:
+    """What one report carries on the channel (nothing for a report of another plugin's
+    test, or one made without bnvg's hook)."""
+    return list(getattr(report, "bnvg", None) or ())
+
+
+def send_line(item: pytest.Item, line: LogLine) -> None:
+    """One verified log line: to the controller on the channel, and, as the text it prints,
+    to whoever reads the test reports (JUnit XML's properties, `log line 40`)."""
+    channel(item).append((LINE, line.to_json()))
+    item.user_properties.append((f"log line {line_number(line.key)}", line.text.strip()))
+
+
+# payload names
 OWNS = "bnvg owns"  # the log line keys a claim owns (set at setup)
 SENTENCE = "bnvg sentence"  # what the claim verifies: its docstring's first paragraph
 LINE = "bnvg line"  # one verified log line (LogLine as JSON)

@@ -55,7 +55,6 @@ from bnvg.places import Places
 from bnvg.plugin.options import (
     BOUNDED,
     DRIFT,
-    LINE,
     MOVED,
     NUMBERS_FILE,
     READINGS,
@@ -63,7 +62,9 @@ from bnvg.plugin.options import (
     TABLE,
     UPDATE_COMMAND,
     Settings,
+    channel,
     owned_keys,
+    send_line,
     standing,
 )
 from bnvg.store import relative, replacing
@@ -242,7 +243,7 @@ class NumberSnapshots:
         has quoted its readings (`PENDING`): a moved training history still lets the claim
         say which quoted numbers moved with it."""
         __tracebackhide__ = True
-        self._item.user_properties.append((TABLE, table.to_json()))
+        channel(self._item).append((TABLE, table.to_json()))
         if not self._settings.update:
             try:
                 index, names, columns = read_csv(self.path(table.name), table.index_name)
@@ -272,7 +273,7 @@ class NumberSnapshots:
                     shown.append(f"... and {len(found) - SHOWN_POINTS} more points")
                 self._fail(self._differs(table, shown), defer)
             elif verdict.points:  # moved on a new platform: drift, said, not failed
-                self._item.user_properties.append((DRIFT, verdict.summary()))
+                channel(self._item).append((DRIFT, verdict.summary()))
         self._regression(table.name, table.index_name, table.index, table.columns)
 
     def _fail(self, message: str, defer: bool) -> None:
@@ -312,7 +313,7 @@ class NumberSnapshots:
         """pytest-regressions' own check of what this run computed, exact; off the reference
         the file is only noted as read (its numbers were compared above, by name)."""
         __tracebackhide__ = True
-        self._item.user_properties.append((NUMBERS_FILE, self.shown(name)))
+        channel(self._item).append((NUMBERS_FILE, self.shown(name)))
         if not self._checked_by_regressions():
             return
         import pandas as pd
@@ -369,7 +370,7 @@ class Quoted:
         __tracebackhide__ = True
         flat = self._bounded(_flatten(lines), holds or {}, sometimes or {}, own=False)
         readings = [r for line in flat for r in line.readings]
-        self._item.user_properties.append((BOUNDED, [r.to_json() for r in readings]))
+        channel(self._item).append((BOUNDED, [r.to_json() for r in readings]))
         self._assert_bounds(readings)
         if self._settings.update:
             self._say_moved(readings, _line_numbers(flat), self._stored_if_any())
@@ -379,7 +380,7 @@ class Quoted:
         self._fail_on(differences)
         self._numbers.store_readings(readings)
         for d in differences:
-            self._item.user_properties.append((DRIFT, d.describe()))
+            channel(self._item).append((DRIFT, d.describe()))
         self._raise_pending()
 
     def lines(
@@ -393,7 +394,7 @@ class Quoted:
         flat = self._bounded(_flatten(lines), holds or {}, sometimes or {})
         readings = [r for line in flat for r in line.readings]
         # Recorded before any check: the sweep needs the values of a claim that fails too.
-        self._item.user_properties.append((READINGS, [r.to_json() for r in readings]))
+        channel(self._item).append((READINGS, [r.to_json() for r in readings]))
         self._assert_bounds(readings)
         if self._settings.update:
             if readings:  # a line that prints no number (a figure's) has no numbers to store
@@ -523,14 +524,14 @@ class Quoted:
         the log would see change, said by the session whatever it means here."""
         moved = moved_readings(readings, stored, line_of, self._fragility)
         if moved:
-            self._item.user_properties.append((MOVED, [m.to_json() for m in moved]))
+            channel(self._item).append((MOVED, [m.to_json() for m in moved]))
 
     def _compared(
         self, readings: Sequence[Reading], lines: list[LogLine], stored: Mapping[str, float]
     ) -> list[Difference]:
         """Every reading that differs from what it is compared with on this platform, the
         stored values and what moved recorded first."""
-        self._item.user_properties.append((STORED, dict(stored)))
+        channel(self._item).append((STORED, dict(stored)))
         line_of = _line_numbers(lines)
         self._say_moved(readings, line_of, stored)
         standing = self._numbers.standing
@@ -562,9 +563,9 @@ class Quoted:
 
     def _hand_over(self, lines: Iterable[LogLine], drift: list[Difference]) -> None:
         for d in drift:
-            self._item.user_properties.append((DRIFT, d.describe()))
+            channel(self._item).append((DRIFT, d.describe()))
         for line in lines:
-            self._item.user_properties.append((LINE, line.to_json()))
+            send_line(self._item, line)
 
 
 def _flatten(lines: Iterable[LogLine | Sequence[LogLine]]) -> list[LogLine]:

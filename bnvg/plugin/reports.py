@@ -34,11 +34,11 @@ from bnvg.log.readings import Reading
 from bnvg.plugin.options import (
     DRIFT,
     READINGS,
-    SENTENCE,
     STORED,
     Settings,
     fragility,
     owned_keys,
+    payloads,
     settings,
 )
 from bnvg.store import relative
@@ -214,13 +214,53 @@ def _claim(
         if key.startswith("plot "):
             png = settings.diagrams / key.removeprefix("plot ")
             link = os.path.relpath(png, report.parent)
-            out += ["", f"![{png.name}]({link})"]
+            committed = settings.places.diagrams / png.name
+            if committed != png and differs(committed, png):
+                # Before and after, side by side, as pytest-mpl shows a figure that moved.
+                before = os.path.relpath(committed, report.parent)
+                out += [
+                    "",
+                    f"{png.name} differs from the committed figure:",
+                    "",
+                    "| committed | this run |",
+                    "|---|---|",
+                    f"| ![committed {png.name}]({before}) | ![{png.name}]({link}) |",
+                ]
+            else:
+                out += ["", f"![{png.name}]({link})"]
     return out
 
 
+def differs(committed: Path, obtained: Path) -> bool:
+    """Whether a figure this run drew is not the committed one (both must exist)."""
+    return (
+        committed.is_file()
+        and obtained.is_file()
+        and committed.read_bytes() != obtained.read_bytes()
+    )
+
+
 # -- pytest-html ----------------------------------------------------------------------------
+def _side_by_side(committed: Path, obtained: Path) -> str:
+    """Two figures in one row, the committed one and this run's, embedded."""
+
+    def image(path: Path, title: str) -> str:
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        return (
+            f"<td><p>{html.escape(title)}</p>"
+            f'<img src="data:image/png;base64,{data}" alt="{html.escape(title)}" width="100%"></td>'
+        )
+
+    return (
+        '<table class="bnvg-figure-moved"><tr>'
+        + image(committed, f"committed: {committed.name}")
+        + image(obtained, f"this run: {obtained.name}")
+        + "</tr></table>"
+    )
+
+
 def _property(report: pytest.TestReport, name: str) -> Any:
-    return next((value for key, value in report.user_properties if key == name), None)
+    return next((value for key, value in payloads(report) if key == name), None)
 
 
 class HtmlExtras:
@@ -243,10 +283,14 @@ class HtmlExtras:
         readings = _property(report, READINGS)
         if readings:
             added.append(extras.html(self._readings_table(report, readings)))
+        s = settings(self.config)
         for key in owned_keys(item):
             if key.startswith("plot "):
-                png = settings(self.config).diagrams / key.removeprefix("plot ")
-                if png.exists():
+                png = s.diagrams / key.removeprefix("plot ")
+                committed = s.places.diagrams / png.name
+                if committed != png and differs(committed, png):
+                    added.append(extras.html(_side_by_side(committed, png)))
+                elif png.exists():
                     content = base64.b64encode(png.read_bytes()).decode("ascii")
                     added.append(extras.png(content, name=png.name))
         report.extras = [*getattr(report, "extras", []), *added]  # type: ignore[attr-defined]
@@ -277,7 +321,7 @@ class HtmlExtras:
                 )
                 + "</tr>"
             )
-        drift = [str(v) for k, v in report.user_properties if k == DRIFT]
+        drift = [str(v) for k, v in payloads(report) if k == DRIFT]
         return (
             '<table class="bnvg-readings"><tr><th>reading</th><th>here</th><th>snapshot</th>'
             "<th>on platforms</th><th>the claim says</th></tr>"
@@ -292,7 +336,7 @@ class HtmlExtras:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
-        sentence = _property(report, SENTENCE) or ""
+        sentence = dict(report.user_properties).get("sentence", "")
         cells.insert(2, f'<td class="bnvg-claim">{html.escape(str(sentence))}</td>')
 
 

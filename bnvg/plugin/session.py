@@ -25,7 +25,7 @@ import json
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -60,6 +60,7 @@ from bnvg.plugin.options import (
     UPDATE_COMMAND,
     Settings,
     committed_fragility,
+    end_update,
     evidence_is_stale,
     fragility,
     holds_snapshots,
@@ -67,6 +68,7 @@ from bnvg.plugin.options import (
     is_controller,
     narrowed,
     owned_keys,
+    payloads,
     process_platform,
     reference_identity,
     sentence_of,
@@ -74,6 +76,7 @@ from bnvg.plugin.options import (
     standing,
 )
 from bnvg.plugin.reports import render_claims_report
+from bnvg.runner import differing_lines
 from bnvg.store import COMPUTED, DAMAGED, REUSED, Event, atomic_write, relative
 
 
@@ -118,7 +121,7 @@ class ClaimOutcome:
 
     def add(self, report: pytest.TestReport) -> None:
         self.ran = True
-        for name, value in report.user_properties:
+        for name, value in payloads(report):
             _ADD.get(name, _ignore)(self, value)
         if report.failed:
             self.failed = True
@@ -196,7 +199,7 @@ def _cited(claim: ClaimOutcome, value: object) -> None:
 
 def _title(claim: ClaimOutcome, value: object) -> None:
     title = dict(cast("Mapping[str, Any]", value))
-    if title not in claim.titles:  # every report of the claim (setup, call, ...) carries it
+    if title not in claim.titles:  # a claim may state one figure's title twice
         claim.titles.append(title)
 
 
@@ -294,6 +297,54 @@ def write_log(path: Path, log: LogAssembly, n_claims: int, rootdir: Path) -> str
     return f"wrote {shown}: {log.verified} verified lines from {n_claims} passing claims ({state})"
 
 
+# -- what a normal run computed, against the record ------------------------------------------
+def against_the_record(s: Settings, drawn: Sequence[str], root: Path) -> list[str]:
+    """How the log and figures a normal run wrote compare with the committed ones, for
+    people: identical, or the lines and figures that differ and where to look."""
+    places = s.places
+    log, committed_log = relative(s.results_log, root), relative(places.results_log, root)
+    figures, committed_figures = relative(s.diagrams, root), relative(places.diagrams, root)
+    out = [
+        f"{log} and {figures}/ hold what this run computed; the record ({committed_log}, "
+        f"{committed_figures}/, snapshots/) changes only under a completed `{UPDATE_COMMAND}`"
+    ]
+    try:
+        here, there = s.results_log.read_text(), places.results_log.read_text()
+    except OSError:
+        here, there = "", None
+    if there is None:
+        out.append(f"{committed_log} is not committed: nothing to compare {log} with")
+    elif here == there:
+        out.append(f"{log} is byte-identical to {committed_log}")
+    else:
+        lines = differing_lines(here, there)
+        shown = ", ".join(map(str, lines[:12])) + (", ..." if len(lines) > 12 else "")
+        out.append(
+            f"{log} differs from {committed_log} at {len(lines)} "
+            f"line{'s' if len(lines) > 1 else ''}: {shown} (diff {committed_log} {log})"
+        )
+    differ = [
+        name
+        for name in sorted(set(drawn))
+        if not (places.diagrams / name).is_file()
+        or not (s.diagrams / name).is_file()
+        or (places.diagrams / name).read_bytes() != (s.diagrams / name).read_bytes()
+    ]
+    if not drawn:
+        return out
+    if not differ:
+        n = len(set(drawn))
+        out.append(
+            f"{n} figure{'s' if n > 1 else ''} drawn, each byte-identical to {committed_figures}/"
+        )
+    else:
+        out.append(
+            f"{len(differ)} of {len(set(drawn))} figures differ from {committed_figures}/ "
+            f"(this run's are in {figures}/): " + ", ".join(differ)
+        )
+    return out
+
+
 # -- the controller -------------------------------------------------------------------------
 PLATFORM_OUTPUT = "bnvg_platform"  # the platform an xdist worker computed on
 EVENTS_OUTPUT = "bnvg_events"  # what it computed, reused or found damaged (EVENTS)
@@ -312,6 +363,7 @@ class Controller:
         self.summary: list[str] = []
         self.log: LogAssembly | None = None
         self.unused_numbers: list[str] = []
+        self.obtained: list[str] = []  # how this run's log and figures compare with the record
 
     # -- collecting --------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -376,6 +428,8 @@ class Controller:
             self.log = self.assemble()
             n_claims = sum(1 for c in claims.values() if c.passed and c.lines)
             self.summary.append(write_log(s.results_log, self.log, n_claims, root))
+            if not s.update and seed_variant_name(s.sampler_seed, s.init_seed) is None:
+                self.obtained = against_the_record(s, self._drawn(), root)
             seeds = seed_variant_name(s.sampler_seed, s.init_seed)
             if seeds is not None:
                 self.summary.append(
@@ -495,12 +549,21 @@ class Controller:
             },
         )
 
+    def _drawn(self) -> list[str]:
+        """The figures this session drew (or copied from pytest's cache) into its folder."""
+        owned = [k for c in self.claim_outcomes.values() if c.ran for k in c.owns]
+        return [k.removeprefix("plot ") for k in owned if k.startswith("plot ")]
+
     # -- saying what happened ----------------------------------------------------------------
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         write = terminalreporter.write_line
         if self.summary:
             terminalreporter.write_sep("-", "results.log")
             for line in self.summary:
+                write(line)
+        if self.obtained:
+            terminalreporter.write_sep("-", "what this run computed, against the record")
+            for line in self.obtained:
                 write(line)
         trained = self.trained
         if trained:
@@ -698,9 +761,21 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(controller, "bnvg-controller")
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """An xdist worker ships the platform it computed on (the controller imports no torch)."""
+    """On the controller, after every other plugin wrote its files (syrupy's included): an
+    update is put into place, or rolled back if the session was interrupted. An xdist
+    worker ships the platform it computed on (the controller imports no torch)."""
     config = session.config
+    if is_controller(config):
+        completed = session.exitstatus not in (
+            pytest.ExitCode.INTERRUPTED,
+            pytest.ExitCode.INTERNAL_ERROR,
+        )
+        said = end_update(config, completed)
+        controller = config.stash.get(CONTROLLER, None)
+        if said and controller is not None:
+            controller.summary.append(said)
     if hasattr(config, "workerinput"):
         s = settings(config)
         output = config.workeroutput  # type: ignore[attr-defined]
@@ -712,6 +787,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    # An update whose session never finished (a usage error after it began) changes nothing.
+    end_update(config, completed=False)
     controller = config.stash.get(CONTROLLER, None)
     if controller is not None:
         del config.stash[CONTROLLER]

@@ -1,0 +1,156 @@
+"""The record changes all at once or not at all: `--snapshot-update` as one transaction.
+
+The record is what the text cites and a reviewer diffs: `captures/`, `diagrams/`,
+`snapshots/text/`, `snapshots/numbers/` and `snapshots/environment.json` (the sweep's
+evidence is written by the sweep, never by a claims session). Only a `--snapshot-update`
+that completes changes it. Both snapshot libraries write their files where they live, from
+whichever process ran the claim, so the update is guarded by an undo journal, as a database
+guards a transaction with a rollback journal:
+
+1. **begin**: copy the record into `obtained/.update/before/`, then write the journal (one
+   atomic rename). From here on the tree may be half written.
+2. **commit**, after the session's last write: delete the journal (one atomic unlink, the
+   commit point), then the copy.
+3. **recover**, before the next session reads anything: a journal left behind means an
+   update died part way (SIGKILL, power). Every file of the record is put back as the copy
+   has it, files the update added are deleted, and only then is the journal deleted. A
+   recovery killed in turn is redone by the next session: it is idempotent.
+
+So a tree is always found either as committed or as the complete update, never a mix.
+Sessions in one checkout take one lock (`obtained/.update.lock`, released by the operating
+system when its process dies, however it dies): an update holds it for its whole session;
+any other session takes it only to recover, and refuses to start while an update runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from bnvg.places import Places
+from bnvg.store import atomic_write, replacing
+
+
+class Busy(Exception):
+    """Another session of this checkout is updating the record."""
+
+
+def record_files(places: Places) -> Iterator[Path]:
+    """Every file of the record, as it is now."""
+    for folder in places.record_folders:
+        if folder.is_dir():
+            yield from sorted(p for p in folder.rglob("*") if p.is_file())
+    if places.environment.is_file():
+        yield places.environment
+
+
+@dataclass
+class Update:
+    """One checkout's update transaction (see the module's docstring)."""
+
+    places: Places
+    lock: FileLock | None = None
+
+    @property
+    def folder(self) -> Path:
+        return self.places.obtained / ".update"
+
+    @property
+    def journal(self) -> Path:
+        return self.folder / "journal.json"
+
+    @property
+    def before(self) -> Path:
+        return self.folder / "before"
+
+    # -- the lock ---------------------------------------------------------------------------
+    def acquire(self) -> None:
+        """Take the checkout's lock, or raise Busy naming the session that holds it."""
+        self.places.obtained.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(self.places.obtained / ".update.lock")
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            raise Busy(self._holder()) from None
+        self.lock = lock
+        atomic_write(self.folder / "holder", f"{os.getpid()} since {time.strftime('%H:%M:%S')}")
+
+    def release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+    def _holder(self) -> str:
+        try:
+            who = (self.folder / "holder").read_text().strip()
+        except OSError:
+            who = "unknown"
+        return (
+            "another pytest session is updating the snapshots in this checkout "
+            f"(process {who}): wait for it to finish, or stop it"
+        )
+
+    # -- the transaction --------------------------------------------------------------------
+    def recover(self) -> str | None:
+        """Put back the record an interrupted update left half written; say so (None when
+        there was nothing to recover). Call it holding the lock."""
+        if not self.journal.exists():
+            shutil.rmtree(self.before, ignore_errors=True)  # a begin that never started
+            return None
+        restored, removed = self._restore()
+        self.journal.unlink()
+        shutil.rmtree(self.before, ignore_errors=True)
+        return (
+            "an earlier --snapshot-update was interrupted before it completed: the committed "
+            f"record is back ({restored} files restored, {removed} files it had added removed)"
+        )
+
+    def begin(self) -> None:
+        """Keep a copy of the record, then open the journal. Call it holding the lock."""
+        shutil.rmtree(self.before, ignore_errors=True)
+        staging = self.folder / "before.partial"
+        shutil.rmtree(staging, ignore_errors=True)
+        for path in record_files(self.places):
+            target = staging / path.relative_to(self.places.root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+        staging.mkdir(parents=True, exist_ok=True)
+        staging.rename(self.before)
+        atomic_write(self.journal, json.dumps({"began": time.time(), "pid": os.getpid()}))
+
+    def commit(self) -> None:
+        """The update completed: its files are the record now."""
+        self.journal.unlink(missing_ok=True)
+        shutil.rmtree(self.before, ignore_errors=True)
+
+    def rollback(self) -> str:
+        """The update did not complete (interrupted, or crashed): put the record back."""
+        return self.recover() or "nothing to roll back"
+
+    def _restore(self) -> tuple[int, int]:
+        kept = {p.relative_to(self.before) for p in self.before.rglob("*") if p.is_file()}
+        removed = 0
+        for path in list(record_files(self.places)):
+            if path.relative_to(self.places.root) not in kept:
+                path.unlink()
+                removed += 1
+        for folder in self.places.record_folders:  # stray temporary files of atomic writes
+            if folder.is_dir():
+                for stray in folder.rglob(".*.tmp"):
+                    stray.unlink(missing_ok=True)
+        restored = 0
+        for name in sorted(kept):
+            source, target = self.before / name, self.places.root / name
+            if target.is_file() and target.read_bytes() == source.read_bytes():
+                continue
+            with replacing(target) as tmp:
+                shutil.copyfile(source, tmp)
+            restored += 1
+        return restored, removed
