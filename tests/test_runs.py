@@ -153,3 +153,24 @@ def test_the_eval_bug_needs_batches_that_batch_norm_can_normalise():
         demonstrate_eval_bug(net, data.X_test, data.y_test, batch=1)
     with pytest.raises(ValueError, match="needs a batch-norm network"):
         demonstrate_eval_bug(RunCache(SHORT).get("plain").network(), data.X_test, data.y_test)
+
+
+def test_a_run_that_cannot_be_trained_fails_its_claims_not_the_prefetch(tmp_path, monkeypatch):
+    """Under xdist each worker prefetches the runs up front, in a session fixture: a run that
+    cannot be trained (a ReLU net whose units all start dead has no output gradient to divide
+    by) must fail only where a claim asks for it, as in one process."""
+    import bnvg.experiment.train as training
+
+    real = training.train_run
+
+    def dead_relu(spec, data, workshop):
+        if spec.net.act == "relu":
+            raise ZeroDivisionError("float division by zero")
+        return real(spec, data, workshop)
+
+    monkeypatch.setattr(training, "train_run", dead_relu)
+    cache = RunCache(SHORT, store=Store(tmp_path / "runs"), session="a")
+    cache.prefetch(["ReLU", "plain"])  # no error escapes
+    assert cache.get("plain").history.step
+    with pytest.raises(ZeroDivisionError):
+        cache.get("ReLU")

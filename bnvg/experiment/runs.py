@@ -263,7 +263,14 @@ class RunCache:
             return
         for name in sorted(names, key=lambda n: -estimated_seconds(run_named(n), self.workshop)):
             spec = run_named(name)
-            run = self._kept(spec, name, wait=False)  # None: another process is training it
+            try:
+                run = self._kept(spec, name, wait=False)  # None: another process is training it
+            except Exception:
+                # A run that cannot be trained (a ReLU net whose every unit starts dead has no
+                # output gradient to divide by, as under --init-seed 27) fails the claims that
+                # read it, when they ask for it, exactly as in one process: never the session
+                # fixture that prefetches, which would fail every claim of this worker.
+                continue
             if run is not None:
                 self._done[spec] = run
 
