@@ -52,6 +52,7 @@ from bnvg.plugin.options import (
     NUMBERS_FILE,
     OWNS,
     READINGS,
+    RECOVERED,
     SENTENCE,
     SETTINGS,
     STORED,
@@ -557,6 +558,10 @@ class Controller:
     # -- saying what happened ----------------------------------------------------------------
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         write = terminalreporter.write_line
+        recovered = self.config.stash.get(RECOVERED, None)
+        if recovered:  # said in the header too, which -q leaves out
+            terminalreporter.write_sep("-", "before this session began")
+            write(recovered)
         if self.summary:
             terminalreporter.write_sep("-", "results.log")
             for line in self.summary:
