@@ -292,17 +292,6 @@ def end_update(config: pytest.Config, completed: bool) -> str | None:
         transaction.release()
 
 
-def _clear_obtained(s: Settings) -> None:
-    """The obtained folder holds what this run computed, and nothing an earlier run left:
-    a narrowed run's obtained/ has its own lines and figures only."""
-    places = s.places
-    if s.results_log == places.obtained_results_log:
-        s.results_log.unlink(missing_ok=True)
-    if s.diagrams == places.obtained_diagrams and s.diagrams.is_dir():
-        for png in s.diagrams.glob("*.png"):
-            png.unlink(missing_ok=True)
-
-
 def pytest_report_header(config: pytest.Config) -> list[str]:
     """What this session found before it began: an update interrupted part way, undone."""
     recovered = config.stash.get(RECOVERED, None)
@@ -418,8 +407,6 @@ def pytest_configure(config: pytest.Config) -> None:
             _refuse_unknown_reference(config.stash[SETTINGS])
             if update:
                 _begin_update(config, places)
-            else:
-                _clear_obtained(config.stash[SETTINGS])
     # One intra-op thread in every process that computes: the thread count changes the
     # training-end numbers. torch reads it when it is imported (`bnvg.experiment.runtime`),
     # so a session that computes nothing never imports it.

@@ -299,6 +299,19 @@ def write_log(path: Path, log: LogAssembly, n_claims: int, rootdir: Path) -> str
 
 
 # -- what a normal run computed, against the record ------------------------------------------
+def clear_obtained(s: Settings, drawn: Sequence[str]) -> None:
+    """The obtained folder holds what this run computed and nothing an earlier run left: its
+    log is written anew (a narrowed run's is partial), and a figure this run did not draw is
+    removed. Only a session that ran claims touches it (`pytest tests/` leaves it alone)."""
+    places = s.places
+    if s.results_log == places.obtained_results_log:
+        s.results_log.unlink(missing_ok=True)
+    if s.diagrams == places.obtained_diagrams and s.diagrams.is_dir():
+        for png in s.diagrams.glob("*.png"):
+            if png.name not in drawn:
+                png.unlink(missing_ok=True)
+
+
 def against_the_record(s: Settings, drawn: Sequence[str], root: Path) -> list[str]:
     """How the log and figures a normal run wrote compare with the committed ones, for
     people: identical, or the lines and figures that differ and where to look."""
@@ -318,12 +331,25 @@ def against_the_record(s: Settings, drawn: Sequence[str], root: Path) -> list[st
     elif here == there:
         out.append(f"{log} is byte-identical to {committed_log}")
     else:
-        lines = differing_lines(here, there)
-        shown = ", ".join(map(str, lines[:12])) + (", ..." if len(lines) > 12 else "")
-        out.append(
-            f"{log} differs from {committed_log} at {len(lines)} "
-            f"line{'s' if len(lines) > 1 else ''}: {shown} (diff {committed_log} {log})"
+        # A narrowed run leaves the lines no claim of it ran as markers: not a difference.
+        ours = here.splitlines()
+        lines = [
+            n
+            for n in differing_lines(here, there)
+            if n > len(ours) or not ours[n - 1].endswith("-- no claim ran]")
+        ]
+        left_out = sum(1 for line in ours if line.endswith("-- no claim ran]"))
+        unrun = (
+            f"; the {left_out} lines no claim of this run wrote are left out" if left_out else ""
         )
+        if not lines:
+            out.append(f"{log} says what {committed_log} says on every line it verified{unrun}")
+        else:
+            shown = ", ".join(map(str, lines[:12])) + (", ..." if len(lines) > 12 else "")
+            out.append(
+                f"{log} differs from {committed_log} at {len(lines)} "
+                f"line{'s' if len(lines) > 1 else ''}: {shown} (diff {committed_log} {log})" + unrun
+            )
     differ = [
         name
         for name in sorted(set(drawn))
@@ -428,8 +454,11 @@ class Controller:
         if any(c.owns and c.ran for c in claims.values()):
             self.log = self.assemble()
             n_claims = sum(1 for c in claims.values() if c.passed and c.lines)
+            obtained = not s.update and seed_variant_name(s.sampler_seed, s.init_seed) is None
+            if obtained:
+                clear_obtained(s, self._drawn())
             self.summary.append(write_log(s.results_log, self.log, n_claims, root))
-            if not s.update and seed_variant_name(s.sampler_seed, s.init_seed) is None:
+            if obtained:
                 self.obtained = against_the_record(s, self._drawn(), root)
             seeds = seed_variant_name(s.sampler_seed, s.init_seed)
             if seeds is not None:
@@ -551,9 +580,9 @@ class Controller:
         )
 
     def _drawn(self) -> list[str]:
-        """The figures this session drew (or copied from pytest's cache) into its folder."""
-        owned = [k for c in self.claim_outcomes.values() if c.ran for k in c.owns]
-        return [k.removeprefix("plot ") for k in owned if k.startswith("plot ")]
+        """The figures this session drew, or copied from pytest's cache, into its folder (in
+        any process): a claim that failed before drawing drew nothing."""
+        return [*self._names(COMPUTED, "figure"), *self._names(REUSED, "figure")]
 
     # -- saying what happened ----------------------------------------------------------------
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
