@@ -37,12 +37,15 @@ from bnvg.places import Places
 
 # What a claims session needs of a project, beside the installed bnvg.
 PROJECT_FILES = ("claims", "snapshots", "conftest.py", "pyproject.toml")
+# The rest of the record: the committed log and figures, which a normal run compares with.
+RECORD_FILES = ("captures", "diagrams")
 
 
-def scratch_copy(root: Path, into: Path) -> Path:
+def scratch_copy(root: Path, into: Path, record: bool = False) -> Path:
     """A copy of the project at `root` that a session may change (its snapshots updated, its
-    log written) without touching the project: its claims, snapshots and configuration."""
-    for name in PROJECT_FILES:
+    log written) without touching the project: its claims, snapshots and configuration, and
+    with `record` the committed log and figures too."""
+    for name in (*PROJECT_FILES, *(RECORD_FILES if record else ())):
         source = root / name
         if source.is_dir():
             shutil.copytree(source, into / name, ignore=shutil.ignore_patterns("__pycache__"))

@@ -33,23 +33,9 @@ UPDATE = "pytest claims/ --snapshot-update"
 
 # -- the reference identity -----------------------------------------------------------------
 @pytest.fixture
-def project(pytester, outside_xdist):
-    """A scratch project holding the plugin, the S5 claims and all their snapshots, with the
-    reference identity as committed."""
-    shutil.copy(ROOT / "conftest.py", pytester.path / "conftest.py")
-    (pytester.path / "claims").mkdir()
-    shutil.copy(ROOT / "claims" / f"{S5}.py", pytester.path / "claims" / f"{S5}.py")
-    parts = (
-        f"text/{S5}.ambr",
-        f"numbers/claims/{S5}",
-        "numbers/figures/geometric_decay.csv",
-        "environment.json",
-    )
-    for part in parts:
-        source, target = ROOT / "snapshots" / part, pytester.path / "snapshots" / part
-        target.parent.mkdir(parents=True, exist_ok=True)
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, target)
-    return pytester
+def project(s5_project):
+    """The S5 claims and their snapshots (`s5_project`), with the reference identity as committed."""
+    return s5_project
 
 
 def environment_json(project):

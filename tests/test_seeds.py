@@ -63,11 +63,7 @@ def test_an_exploratory_seed_fails_exactly_what_the_sweep_recorded_and_writes_no
 ):
     selection = SELECTIONS[axis]
     seed = first_seed_with_a_broken_statement(axis, selection)
-    project = scratch_copy(ROOT, tmp_path / "project")
-    for folder in ("captures", "diagrams"):
-        (project / folder).mkdir(exist_ok=True)
-        for path in (ROOT / folder).iterdir():
-            (project / folder / path.name).write_bytes(path.read_bytes())
+    project = scratch_copy(ROOT, tmp_path / "project", record=True)
     before = committed_bytes(project)
     run = run_claims(
         ["-k", selection, f"--{axis}-seed={seed}"],

@@ -18,23 +18,9 @@ STORED_DEEP = '"S5 factor 0.25, left at the deep depth",9.5367431640625e-07'
 
 
 @pytest.fixture
-def project(pytester, outside_xdist):
-    """A scratch project holding the plugin, the S5 claims and all their snapshots, recorded
-    on the reference platform (so a difference fails, as on the reference machine)."""
-    shutil.copy(ROOT / "conftest.py", pytester.path / "conftest.py")
-    (pytester.path / "claims").mkdir()
-    shutil.copy(ROOT / "claims" / f"{S5}.py", pytester.path / "claims" / f"{S5}.py")
-    parts = (
-        f"text/{S5}.ambr",
-        f"numbers/claims/{S5}",
-        "numbers/figures/geometric_decay.csv",
-        "environment.json",
-    )
-    for part in parts:
-        source, target = ROOT / "snapshots" / part, pytester.path / "snapshots" / part
-        target.parent.mkdir(parents=True, exist_ok=True)
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, target)
-    return pytester
+def project(s5_project):
+    """The S5 claims and their snapshots (`s5_project`), recorded on the reference platform (so a difference fails, as on the reference machine)."""
+    return s5_project
 
 
 def numbers_file(project, name=QUARTER):

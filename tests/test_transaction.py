@@ -4,7 +4,6 @@ what it computed to obtained/, never to the record."""
 
 import hashlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -128,15 +127,9 @@ def test_a_second_session_is_refused_while_an_update_holds_the_lock(record):
     second.release()
 
 
-def test_a_normal_run_writes_its_log_and_figures_to_obtained_and_changes_no_committed_file(
-    _dynamo_imported, outside_xdist, pytester
-):
-    """Without --results-log or --diagrams the run writes obtained/, says how it compares
-    with the record, and leaves captures/, diagrams/ and snapshots/ as they were."""
-    project = scratch_copy(ROOT, pytester.path)
-    for folder in ("captures", "diagrams"):
-        shutil.copytree(ROOT / folder, project / folder)
-    before = digests(project)
+def geometric_decay_session(pytester, *args):
+    """A normal session of the geometric-decay claims, in process, in the project copied into
+    pytester's folder (with its record: `scratch_copy(..., record=True)`)."""
     result = pytester.runpytest_inprocess(
         "claims/",
         "--import-mode=importlib",
@@ -146,9 +139,20 @@ def test_a_normal_run_writes_its_log_and_figures_to_obtained_and_changes_no_comm
         "no:cacheprovider",
         "-k",
         "geometric_decay",
+        *args,
     )
-    said = result.stdout.str()
-    assert result.ret == 0, said[-3000:]
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    return result
+
+
+def test_a_normal_run_writes_its_log_and_figures_to_obtained_and_changes_no_committed_file(
+    _dynamo_imported, outside_xdist, pytester
+):
+    """Without --results-log or --diagrams the run writes obtained/, says how it compares
+    with the record, and leaves captures/, diagrams/ and snapshots/ as they were."""
+    project = scratch_copy(ROOT, pytester.path, record=True)
+    before = digests(project)
+    said = geometric_decay_session(pytester).stdout.str()
     assert digests(project) == before
     assert (project / "obtained" / "diagrams" / "geometric_decay.png").is_file()
     assert "obtained/diagrams/ hold what this run computed" in said
@@ -162,9 +166,7 @@ UPDATE = ["-m", "pytest", "claims/", "--snapshot-update", "-k", "geometric_decay
 def changed_project(into):
     """A scratch copy of the project whose geometric-decay snapshots (numbers and text) an
     update must rewrite: two files, so a half-done update would be a mix."""
-    project = scratch_copy(ROOT, into)
-    for folder in ("captures", "diagrams"):
-        shutil.copytree(ROOT / folder, project / folder)
+    project = scratch_copy(ROOT, into, record=True)
     numbers = next((project / "snapshots/numbers/claims/test_s5_geometric_decay").glob("*.csv"))
     numbers.write_text(numbers.read_text().replace("0.9", "0.8", 1))
     text = project / "snapshots/text/test_s5_geometric_decay.ambr"
@@ -220,27 +222,13 @@ def test_a_figure_that_moved_is_shown_committed_and_obtained_side_by_side(
 ):
     """The claims report and pytest-html's report show a figure this run drew otherwise than
     the committed one as both, side by side (here the committed PNG was changed)."""
-    project = scratch_copy(ROOT, pytester.path)
-    for folder in ("captures", "diagrams"):
-        shutil.copytree(ROOT / folder, project / folder)
+    project = scratch_copy(ROOT, pytester.path, record=True)
     committed = project / "diagrams" / "geometric_decay.png"
     committed.write_bytes(committed.read_bytes() + b"moved")
     before = digests(project)
-    result = pytester.runpytest_inprocess(
-        "claims/",
-        "--import-mode=importlib",
-        "-p",
-        "no:randomly",
-        "-p",
-        "no:cacheprovider",
-        "-k",
-        "geometric_decay",
-        "--claims-report=report.md",
-        "--html=report.html",
-        "--self-contained-html",
-    )
-    said = result.stdout.str()
-    assert result.ret == 0, said[-3000:]
+    said = geometric_decay_session(
+        pytester, "--claims-report=report.md", "--html=report.html", "--self-contained-html"
+    ).stdout.str()
     assert digests(project) == before
     assert "1 of 1 figures differ from diagrams/ (this run's are in obtained/diagrams/): " in said
     report = (project / "report.md").read_text()
