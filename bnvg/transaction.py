@@ -70,6 +70,10 @@ class Update:
     def before(self) -> Path:
         return self.folder / "before"
 
+    @property
+    def holder(self) -> Path:
+        return self.folder / "holder"
+
     # -- the lock ---------------------------------------------------------------------------
     def acquire(self) -> None:
         """Take the checkout's lock, or raise Busy naming the session that holds it."""
@@ -80,7 +84,6 @@ class Update:
         except Timeout:
             raise Busy(self._holder()) from None
         self.lock = lock
-        atomic_write(self.folder / "holder", f"{os.getpid()} since {time.strftime('%H:%M:%S')}")
 
     def release(self) -> None:
         if self.lock is not None:
@@ -89,7 +92,7 @@ class Update:
 
     def _holder(self) -> str:
         try:
-            who = (self.folder / "holder").read_text().strip()
+            who = self.holder.read_text().strip()
         except OSError:
             who = "unknown"
         return (
@@ -107,6 +110,7 @@ class Update:
         restored, removed = self._restore()
         self.journal.unlink()
         shutil.rmtree(self.before, ignore_errors=True)
+        self.holder.unlink(missing_ok=True)  # the killed session's, no holder any more
         return (
             "an earlier --snapshot-update was interrupted before it completed: the committed "
             f"record is back ({restored} files restored, {removed} files it had added removed)"
@@ -124,15 +128,19 @@ class Update:
         staging.mkdir(parents=True, exist_ok=True)
         staging.rename(self.before)
         atomic_write(self.journal, json.dumps({"began": time.time(), "pid": os.getpid()}))
+        # Who holds the lock for a whole session, for a second session's refusal to name.
+        atomic_write(self.holder, f"{os.getpid()} since {time.strftime('%H:%M:%S')}")
 
     def commit(self) -> None:
         """The update completed: its files are the record now."""
         self.journal.unlink(missing_ok=True)
         shutil.rmtree(self.before, ignore_errors=True)
+        self.holder.unlink(missing_ok=True)
 
-    def rollback(self) -> str:
+    def rollback(self) -> None:
         """The update did not complete (interrupted, or crashed): put the record back."""
-        return self.recover() or "nothing to roll back"
+        self.recover()
+        self.holder.unlink(missing_ok=True)
 
     def _restore(self) -> tuple[int, int]:
         kept = {p.relative_to(self.before) for p in self.before.rglob("*") if p.is_file()}

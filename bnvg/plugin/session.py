@@ -77,7 +77,7 @@ from bnvg.plugin.options import (
     standing,
 )
 from bnvg.plugin.reports import render_claims_report
-from bnvg.runner import differing_lines
+from bnvg.runner import differing_figures, differing_lines, extra_figures
 from bnvg.store import COMPUTED, DAMAGED, REUSED, Event, atomic_write, relative
 
 
@@ -350,15 +350,11 @@ def against_the_record(s: Settings, drawn: Sequence[str], root: Path) -> list[st
                 f"{log} differs from {committed_log} at {len(lines)} "
                 f"line{'s' if len(lines) > 1 else ''}: {shown} (diff {committed_log} {log})" + unrun
             )
-    differ = [
-        name
-        for name in sorted(set(drawn))
-        if not (places.diagrams / name).is_file()
-        or not (s.diagrams / name).is_file()
-        or (places.diagrams / name).read_bytes() != (s.diagrams / name).read_bytes()
-    ]
     if not drawn:
         return out
+    # As `python -m bnvg.runner` compares them, narrowed to the figures this run drew.
+    moved = {*differing_figures(s.diagrams, places), *extra_figures(s.diagrams, places)}
+    differ = sorted(moved & set(drawn))
     if not differ:
         n = len(set(drawn))
         out.append(
