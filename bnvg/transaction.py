@@ -2,18 +2,22 @@
 
 The record is what the text cites and a reviewer diffs: `captures/`, `diagrams/`,
 `snapshots/text/`, `snapshots/numbers/` and `snapshots/environment.json` (the sweep's
-evidence is written by the sweep, never by a claims session). Only a `--snapshot-update`
+evidence is written by the sweep, never by a claims session). An update given the workshop's
+text (`--workshop DIR`) rewrites the quotes that moved, so those documents join the
+transaction too: the journal names them, wherever they are. Only a `--snapshot-update`
 that completes changes it. Both snapshot libraries write their files where they live, from
 whichever process ran the claim, so the update is guarded by an undo journal, as a database
 guards a transaction with a rollback journal:
 
-1. **begin**: copy the record into `obtained/.update/before/`, then write the journal (one
-   atomic rename). From here on the tree may be half written.
+1. **begin**: copy the record (and the text's documents, under `before/text/`) into
+   `obtained/.update/before/`, then write the journal (one atomic rename). From here on the
+   tree may be half written.
 2. **commit**, after the session's last write: delete the journal (one atomic unlink, the
    commit point), then the copy.
 3. **recover**, before the next session reads anything: a journal left behind means an
    update died part way (SIGKILL, power). Every file of the record is put back as the copy
-   has it, files the update added are deleted, and only then is the journal deleted. A
+   has it (each document of the text the journal names too), files the update added to the
+   record are deleted, and only then is the journal deleted. A
    recovery killed in turn is redone by the next session: it is idempotent.
 
 So a tree is always found either as committed or as the complete update, never a mix.
@@ -28,7 +32,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +40,9 @@ from filelock import FileLock, Timeout
 
 from bnvg.places import Places
 from bnvg.store import atomic_write, replacing
+
+# Under before/: the documents of the workshop's text, numbered as the journal names them.
+TEXT = "text"
 
 
 class Busy(Exception):
@@ -116,8 +123,9 @@ class Update:
             f"record is back ({restored} files restored, {removed} files it had added removed)"
         )
 
-    def begin(self) -> None:
-        """Keep a copy of the record, then open the journal. Call it holding the lock."""
+    def begin(self, text: Sequence[Path] = ()) -> None:
+        """Keep a copy of the record, and of the documents of the workshop's `text` an update
+        may rewrite, then open the journal. Call it holding the lock."""
         shutil.rmtree(self.before, ignore_errors=True)
         staging = self.folder / "before.partial"
         shutil.rmtree(staging, ignore_errors=True)
@@ -125,9 +133,15 @@ class Update:
             target = staging / path.relative_to(self.places.root)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, target)
+        documents = [str(document.resolve()) for document in text]
+        for number, document in enumerate(documents):
+            target = staging / TEXT / str(number)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(document, target)
         staging.mkdir(parents=True, exist_ok=True)
         staging.rename(self.before)
-        atomic_write(self.journal, json.dumps({"began": time.time(), "pid": os.getpid()}))
+        journal = {"began": time.time(), "pid": os.getpid(), "text": documents}
+        atomic_write(self.journal, json.dumps(journal))
         # Who holds the lock for a whole session, for a second session's refusal to name.
         atomic_write(self.holder, f"{os.getpid()} since {time.strftime('%H:%M:%S')}")
 
@@ -142,8 +156,30 @@ class Update:
         self.recover()
         self.holder.unlink(missing_ok=True)
 
+    def _text(self) -> list[Path]:
+        """The documents of the workshop's text the journal names, in its copy's order."""
+        try:
+            named = json.loads(self.journal.read_text()).get("text", [])
+        except (OSError, ValueError):
+            named = []  # a journal from before the text joined the transaction
+        return [Path(p) for p in named]
+
     def _restore(self) -> tuple[int, int]:
-        kept = {p.relative_to(self.before) for p in self.before.rglob("*") if p.is_file()}
+        restored = 0
+        for number, document in enumerate(self._text()):
+            source = self.before / TEXT / str(number)
+            if not source.is_file():
+                continue
+            if document.is_file() and document.read_bytes() == source.read_bytes():
+                continue
+            with replacing(document) as tmp:
+                shutil.copyfile(source, tmp)
+            restored += 1
+        kept = {
+            p.relative_to(self.before)
+            for p in self.before.rglob("*")
+            if p.is_file() and p.relative_to(self.before).parts[0] != TEXT
+        }
         removed = 0
         for path in list(record_files(self.places)):
             if path.relative_to(self.places.root) not in kept:
@@ -153,7 +189,6 @@ class Update:
             if folder.is_dir():
                 for stray in folder.rglob(".*.tmp"):
                     stray.unlink(missing_ok=True)
-        restored = 0
         for name in sorted(kept):
             source, target = self.before / name, self.places.root / name
             if target.is_file() and target.read_bytes() == source.read_bytes():

@@ -2,9 +2,9 @@
 
 import pytest
 
-from bnvg.evidence.citations import CitedLine, check, find_citations, rounds_to, says
 from bnvg.evidence.fragility import EMPTY
 from bnvg.log.readings import FRACTION, MAGNITUDE, RATIO, SETTING, Quantity, Reading
+from bnvg.text.citations import CitedLine, check, find_citations, rounds_to, says
 
 
 @pytest.mark.parametrize(
@@ -296,7 +296,7 @@ def test_the_3015x_headline_holds_for_line_40_with_a_note_on_other_starting_weig
 
 
 def test_coverage_names_the_lines_cited_never_cited_and_cited_but_unverified():
-    from bnvg.evidence.citations import coverage
+    from bnvg.text.citations import coverage
 
     lines = {
         40: CitedLine(40, "ratio", ()),
@@ -442,7 +442,7 @@ def test_a_sentence_wording_a_bound_may_quote_the_claims_bound(workshop, prose):
 
 
 def test_the_words_that_make_a_number_a_bound():
-    from bnvg.evidence.citations import words_a_bound
+    from bnvg.text.citations import words_a_bound
 
     for before in ("reaches 90% by step ", "within ", "at least ", "stays under ", "more than "):
         assert words_a_bound(before), before

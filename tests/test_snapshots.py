@@ -78,7 +78,7 @@ def test_the_update_command_restores_both_libraries_files(project):
     update.stdout.fnmatch_lines(
         [
             "*1 quoted number moved*",
-            "recorded in the snapshots now: the text must quote the new values",
+            "recorded in the snapshots now: the text must quote the new values (--workshop DIR rewrites its quotes)",
             "  line 60, S5 factor 0.25, left at the deep depth: 9.61e-07 -> 9.54e-07 (*)",
         ]
     )

@@ -11,7 +11,7 @@ beside as an observation. Per reading it answers two questions that never mix:
   prints it otherwise; its prints by platform are kept (`prints_by_platform`). On a platform
   new to the evidence, a robust reading that prints differently fails and a fragile one's
   moving is drift (`bnvg.evidence.verdicts`); a citation's value must be what some platform
-  prints (`bnvg.evidence.citations`). A fragile reading's *band* (the range its value took
+  prints (`bnvg.text.citations`). A fragile reading's *band* (the range its value took
   over the platforms, widened by half its width on each side and clipped to its kind's
   domain) is shown for people; no verdict reads it.
 - **How general is the sentence? Seeds say** (`ReadingEvidence.generality`). Another

@@ -36,6 +36,7 @@ import numpy as np
 
 from bnvg.evidence.fragility import FRAGILE, Fragility, ReadingEvidence
 from bnvg.evidence.tables import Table
+from bnvg.log.layout import LogLine
 from bnvg.log.readings import Reading
 
 REFERENCE, HELD, NEW = "reference", "held", "new"
@@ -227,6 +228,25 @@ def moved_readings(
         if before.printed != reading.printed:
             status = status_of(fragility.reading(reading.name))
             out.append(Moved(reading, stored[reading.name], line_of[reading.key], status))
+    return out
+
+
+def moved_in_the_recipe(
+    recorded: Mapping[str, Reading],
+    now: Mapping[int, LogLine],
+    fragility: Fragility,
+) -> list[Moved]:
+    """The readings of the lines the layout fills from the recipe itself (a section's steps,
+    learning rate and batch: no claim owns them, so no snapshot stores them) that print
+    otherwise than the record printed them (`recorded`, read back as the published log is)."""
+    out = []
+    for number, line in now.items():
+        for reading in line.readings:
+            before = recorded.get(reading.name)
+            if before is None or before.value is None or before.printed == reading.printed:
+                continue
+            status = status_of(fragility.reading(reading.name))
+            out.append(Moved(reading, before.as_float(), number, status))
     return out
 
 

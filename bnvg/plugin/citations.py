@@ -1,7 +1,18 @@
-"""--workshop DIR: one pytest item per citation of the log in the workshop's Markdown.
+"""--workshop DIR: one pytest item per citation of the log in the workshop's text.
 
-Each item checks its citation against the log this session verified (`bnvg.evidence.citations`),
-so citations run after every claim, in the same process.
+The text is Markdown and MyST (`.md`), Quarto (`.qmd`) and Jupyter notebooks (`.ipynb`, their
+Markdown cells; `bnvg.text.documents`). Each item checks its citation against the log this
+session verified (`bnvg.text.citations`), so citations run after every claim, in the same
+process. An item is named by where its citation stands: `module.md::line 12`, and in a
+notebook `module.ipynb::cell 3, line 2`.
+
+Under `--snapshot-update`, an item first plans what the update does to its citation
+(`bnvg.text.rewrites`): the quotes whose numbers moved are rewritten, and checked as
+rewritten; the controller writes the rewrites into the documents after the last item, inside
+the update's transaction. A normal run never writes the text.
+
+Collecting a document also lists the numbers of its prose that cite no line
+(`bnvg.text.uncited`), for the summary and the claims report.
 """
 
 from __future__ import annotations
@@ -12,30 +23,56 @@ from typing import Any
 
 import pytest
 
-from bnvg.evidence.citations import Citation, check, find_citations
 from bnvg.log.layout import context_of
-from bnvg.plugin.options import CITATION, CITED, DRIFT, NOTE, channel, fragility, settings
+from bnvg.plugin.options import (
+    CITATION,
+    CITED,
+    DRIFT,
+    LEFT,
+    NOTE,
+    REWRITE,
+    UNCITED,
+    channel,
+    fragility,
+    settings,
+)
 from bnvg.store import relative
+from bnvg.text.citations import Citation, check, find_citations
+from bnvg.text.documents import UnreadableDocument, is_text, passages
+from bnvg.text.rewrites import plan
+from bnvg.text.uncited import uncited_numbers
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     workshop = settings(parent.config).workshop_text
-    if workshop and file_path.suffix == ".md" and workshop.resolve() in file_path.resolve().parents:
-        return MarkdownFile.from_parent(parent, path=file_path)
+    if workshop and is_text(file_path) and workshop.resolve() in file_path.resolve().parents:
+        return TextFile.from_parent(parent, path=file_path)
     return None
 
 
-class MarkdownFile(pytest.File):
-    """A Markdown module of the workshop: one test per citation of the log."""
+class TextFile(pytest.File):
+    """A document of the workshop's text: one test per citation of the log."""
 
     def collect(self) -> Iterable[pytest.Item]:
-        seen: dict[int, int] = {}
         shown = relative(self.path, self.config.rootpath)
-        for citation in find_citations(shown, self.path.read_text()):
-            seen[citation.md_line] = seen.get(citation.md_line, 0) + 1
-            n = seen[citation.md_line]
-            name = f"line {citation.md_line}" + (f" ({n})" if n > 1 else "")
-            yield CitationItem.from_parent(self, name=name, citation=citation)
+        try:
+            found = passages(self.path)
+        except UnreadableDocument as error:
+            raise self.CollectError(str(error)) from None
+        uncited = self.config.stash.setdefault(UNCITED, {})
+        uncited[shown] = []
+        seen: dict[str, int] = {}
+        for passage in found:
+            uncited[shown].extend(uncited_numbers(shown, passage.source, passage.cell))
+            for citation in find_citations(shown, passage.source, passage.cell):
+                name = f"line {citation.md_line}"
+                if citation.cell is not None:
+                    name = f"cell {citation.cell}, {name}"
+                seen[name] = seen.get(name, 0) + 1
+                n = seen[name]
+                yield CitationItem.from_parent(
+                    self, name=name + (f" ({n})" if n > 1 else ""), citation=citation
+                )
 
 
 class CitationError(Exception):
@@ -61,8 +98,16 @@ class CitationItem(pytest.Item):
         context = {
             n: [log.lines[m] for m in context_of(n)] for n in self.citation.lines if n in log.lines
         }
-        verdict = check(self.citation, log.lines, context, fragility(self.config), log.n_lines)
-        where = f"{self.citation.path}:{self.citation.md_line}"
+        citation, table = self.citation, fragility(self.config)
+        if settings(self.config).update:
+            planned = plan(citation, controller.moved, log.lines, table)
+            citation = planned.citation
+            for rewrite in planned.rewrites:
+                channel(self).append((REWRITE, rewrite.to_json()))
+            for left in planned.left:
+                channel(self).append((LEFT, left.to_json()))
+        verdict = check(citation, log.lines, context, table, log.n_lines)
+        where = self.citation.where
         for drift in verdict.drift:
             channel(self).append((DRIFT, f"{where} {drift}"))
         for note in verdict.notes:
@@ -73,17 +118,15 @@ class CitationItem(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, CitationError):
             return (
-                f"{self.citation.path}:{self.citation.md_line}: {excinfo.value}\n"
-                f"  the sentence: {self.citation.sentence}"
+                f"{self.citation.where}: {excinfo.value}\n  the sentence: {self.citation.sentence}"
             )
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int, str]:
         cited = ", ".join(str(n) for n in self.citation.lines)
-        where = f"{self.citation.path}:{self.citation.md_line}"
         plural = "s" if len(self.citation.lines) > 1 else ""
         return (
             self.path,
             self.citation.md_line - 1,
-            f"{where}, citing results.log line{plural} {cited}",
+            f"{self.citation.where}, citing results.log line{plural} {cited}",
         )

@@ -51,6 +51,8 @@ from bnvg.experiment.platform import TORCH_FACTS_FOLDER, Platform, torch_facts
 from bnvg.log.layout import LogLine, claimed_keys, line_number
 from bnvg.places import Places
 from bnvg.store import Event, Store
+from bnvg.text.documents import text_files
+from bnvg.text.uncited import Uncited
 from bnvg.transaction import Busy, Update
 
 # -- options and settings -------------------------------------------------------------------
@@ -71,12 +73,15 @@ class Settings:
     sampler_seed: int | None
     init_seed: int | None
     experiment: str  # the fingerprint of this checkout's experiment (`bnvg.evidence.fragments`)
-    workshop_text: Path | None  # --workshop DIR: the Markdown whose citations are checked
+    workshop_text: Path | None  # --workshop DIR: the text whose citations are checked
     claims_report: Path | None
     record: Path | None
 
 
 SETTINGS = pytest.StashKey[Settings]()
+# With --workshop: the numbers of the text that cite no line, by document, as collected
+# (citations run in the controller's process).
+UNCITED = pytest.StashKey[dict[str, list[Uncited]]]()
 FRAGILITY = pytest.StashKey[Fragility]()
 
 
@@ -130,8 +135,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="bnvg_workshop",
         metavar="DIR",
         default=None,
-        help="also check every citation of the log in the Markdown files under DIR "
-        "(one test per citation; runs in one process, after the claims)",
+        help="also check every citation of the log in the workshop's text under DIR: "
+        "Markdown and MyST (.md), Quarto (.qmd) and Jupyter notebooks (.ipynb), one test per "
+        "citation, run in one process after the claims; with --snapshot-update, rewrite "
+        "each quote whose number moved",
     )
     group.addoption(
         "--claims-report",
@@ -264,11 +271,12 @@ def _recover(config: pytest.Config, places: Places) -> None:
         config.stash[RECOVERED] = recovered
 
 
-def _begin_update(config: pytest.Config, places: Places) -> None:
-    """An update holds the lock for its whole session, and keeps the record's copy that
-    undoes it if it never completes (`bnvg.plugin.session` commits it, or rolls it back)."""
+def _begin_update(config: pytest.Config, places: Places, workshop: Path | None) -> None:
+    """An update holds the lock for its whole session, and keeps the copy of the record (and
+    of the workshop's text it may rewrite) that undoes it if it never completes
+    (`bnvg.plugin.session` commits it, or rolls it back)."""
     transaction = _locked(places)
-    transaction.begin()
+    transaction.begin(text_files(workshop) if workshop is not None else ())
     config.stash[UPDATE] = transaction
 
 
@@ -341,7 +349,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if not workshop.is_dir():
             raise pytest.UsageError(f"--workshop {workshop}: no such folder")
         if str(workshop) not in config.args:
-            config.args.append(str(workshop))  # so its Markdown files are collected
+            config.args.append(str(workshop))  # so its documents are collected
     # One command updates both snapshot libraries; pytest-regressions' own flags would update
     # the numbers without the text that quotes them.
     for flag, dest in (("--force-regen", "force_regen"), ("--regen-all", "regen_all")):
@@ -406,7 +414,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if not config.option.help:  # `pytest --help` configures too, and must still answer
             _refuse_unknown_reference(config.stash[SETTINGS])
             if update:
-                _begin_update(config, places)
+                _begin_update(config, places, workshop)
     # One intra-op thread in every process that computes: the thread count changes the
     # training-end numbers. torch reads it when it is imported (`bnvg.experiment.runtime`),
     # so a session that computes nothing never imports it.
@@ -656,7 +664,9 @@ TITLE = "bnvg title"  # what a figure's title states, and which parts hold only 
 MOVED = "bnvg moved"  # readings printed otherwise than their snapshot (Moved as JSON)
 NOTE = "bnvg note"  # how a cited lesson holds over other seeds (a citation's, never a failure)
 CITED = "bnvg cited"  # the log lines a citation names
-CITATION = "bnvg citation"  # set by a citation of the workshop's Markdown, not a claim
+CITATION = "bnvg citation"  # set by a citation of the workshop's text, not a claim
+REWRITE = "bnvg rewrite"  # under an update: a quote of the text rewritten (Rewrite as JSON)
+LEFT = "bnvg left"  # under an update: a quote deliberately not rewritten, and why (Left as JSON)
 
 
 def owned_keys(item: pytest.Item) -> tuple[str, ...]:

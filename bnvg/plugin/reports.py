@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from bnvg.evidence.citations import Coverage
 from bnvg.evidence.fragility import Fragility
 from bnvg.evidence.verdicts import Moved
 from bnvg.experiment.platform import Platform
@@ -42,6 +41,9 @@ from bnvg.plugin.options import (
     settings,
 )
 from bnvg.store import relative
+from bnvg.text.citations import Coverage
+from bnvg.text.prose import NOTHING_CITED
+from bnvg.text.uncited import Uncited
 
 if TYPE_CHECKING:
     from bnvg.plugin.session import ClaimOutcome, LogAssembly
@@ -112,10 +114,14 @@ def render_claims_report(
     stale: bool = False,
     cited: Coverage | None = None,
     moved: Sequence[Moved] = (),
+    rewritten: Sequence[str] = (),
+    uncited: Mapping[str, Sequence[Uncited]] | None = None,
 ) -> str:
     """The report. `fragility`: the sweep's table of this experiment (empty when `stale`:
     the committed one measured another experiment); `cited`: what the workshop's text cites;
-    `moved`: the quoted numbers printed otherwise than their snapshots, in log order."""
+    `moved`: the quoted numbers printed otherwise than their snapshots, in log order;
+    `rewritten`: what an update did to the text's quotes (and left); `uncited`: with
+    --workshop, the numbers of each document's prose that cite no line."""
     path = settings.claims_report or root / "report.md"
     published = _published(settings.places.published_log)
     counts = {s: sum(1 for c in claims.values() if c.status == s) for s in STATUSES}
@@ -160,6 +166,10 @@ def render_claims_report(
         ]
     if cited is not None:
         out += ["", "## What the text cites", "", *(f"- {line}" for line in cited.describe())]
+    if rewritten:
+        out += ["", "## What the update did to the text", "", "```", *rewritten, "```"]
+    if uncited is not None:
+        out += _uncited(uncited)
     by_section: dict[str, list[str]] = {}
     for nodeid in sorted(claims, key=lambda n: (_position(claims[n]), n)):
         by_section.setdefault(_section_of(nodeid, claims[nodeid]), []).append(nodeid)
@@ -170,6 +180,22 @@ def render_claims_report(
         for nodeid in nodeids:
             out += _claim(nodeid, claims[nodeid], fragility, published, settings, path)
     return "\n".join(out) + "\n"
+
+
+def _uncited(uncited: Mapping[str, Sequence[Uncited]]) -> list[str]:
+    """Per document, the numbers its prose quotes without citing any line."""
+    out = [
+        "",
+        "## Numbers that cite no line",
+        "",
+        "Numbers of the prose in a sentence that cites no line of the log: nobody checks them. "
+        f"Cite the line, or mark the sentence with `{NOTHING_CITED}` (it renders as nothing) "
+        "if it cites nothing on purpose.",
+    ]
+    for path, found in uncited.items():
+        out += ["", f"### {path}: {len(found)}" if found else f"### {path}: none"]
+        out += [f"- `{u.where}` {u.number}: {_cell(u.sentence)}" for u in found]
+    return out
 
 
 def _position(claim: ClaimOutcome) -> int:

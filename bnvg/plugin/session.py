@@ -32,13 +32,20 @@ from typing import Any, cast
 
 import pytest
 
-from bnvg.evidence.citations import CitedLine, Coverage, coverage
 from bnvg.evidence.fragments import FragmentStore, seed_variant_name, short
 from bnvg.evidence.record import ClaimResult, Record
 from bnvg.evidence.tables import Table
-from bnvg.evidence.verdicts import HELD, NEW, REFERENCE, Moved
+from bnvg.evidence.verdicts import HELD, NEW, REFERENCE, Moved, moved_in_the_recipe
 from bnvg.experiment.platform import Platform
-from bnvg.log.layout import LogLine, claimed_keys, fixed_lines, layout, line_number
+from bnvg.log.layout import (
+    LogLine,
+    PublishedLogError,
+    claimed_keys,
+    fixed_lines,
+    layout,
+    line_number,
+    read_published,
+)
 from bnvg.log.readings import Reading
 from bnvg.plugin.options import (
     BOUNDED,
@@ -46,6 +53,7 @@ from bnvg.plugin.options import (
     CITED,
     DRIFT,
     EVENTS,
+    LEFT,
     LINE,
     MOVED,
     NOTE,
@@ -53,11 +61,14 @@ from bnvg.plugin.options import (
     OWNS,
     READINGS,
     RECOVERED,
+    REWRITE,
     SENTENCE,
     SETTINGS,
     STORED,
     TABLE,
     TITLE,
+    UNCITED,
+    UPDATE,
     UPDATE_COMMAND,
     Settings,
     committed_fragility,
@@ -79,6 +90,9 @@ from bnvg.plugin.options import (
 from bnvg.plugin.reports import render_claims_report
 from bnvg.runner import differing_figures, differing_lines, extra_figures
 from bnvg.store import COMPUTED, DAMAGED, REUSED, Event, atomic_write, relative
+from bnvg.text import rewrites as text_rewrites
+from bnvg.text.citations import CitedLine, Coverage, coverage
+from bnvg.text.rewrites import Left, Rewrite
 
 
 # -- what the controller learns of each claim -----------------------------------------------
@@ -100,6 +114,8 @@ class ClaimOutcome:
     notes: list[str] = field(default_factory=list)
     titles: list[dict[str, Any]] = field(default_factory=list)  # what its figures' titles state
     cited: tuple[int, ...] = ()  # a citation's: the log lines it names
+    rewrites: list[Rewrite] = field(default_factory=list)  # a citation's, under an update
+    left: list[Left] = field(default_factory=list)  # its quotes an update left, and why
     sentence: str = ""
     failed: bool = False
     passed: bool = False
@@ -198,6 +214,18 @@ def _cited(claim: ClaimOutcome, value: object) -> None:
     claim.cited = tuple(int(n) for n in cast("Iterable[int]", value))
 
 
+def _rewrite(claim: ClaimOutcome, value: object) -> None:
+    rewrite = Rewrite.from_json(cast("Mapping[str, Any]", value))
+    if rewrite not in claim.rewrites:
+        claim.rewrites.append(rewrite)
+
+
+def _left(claim: ClaimOutcome, value: object) -> None:
+    left = Left.from_json(cast("Mapping[str, Any]", value))
+    if left not in claim.left:
+        claim.left.append(left)
+
+
 def _title(claim: ClaimOutcome, value: object) -> None:
     title = dict(cast("Mapping[str, Any]", value))
     if title not in claim.titles:  # a claim may state one figure's title twice
@@ -219,6 +247,8 @@ _ADD = {
     NUMBERS_FILE: _numbers_file,
     DRIFT: _drift,
     CITATION: _citation,
+    REWRITE: _rewrite,
+    LEFT: _left,
 }
 
 
@@ -387,6 +417,8 @@ class Controller:
         self.log: LogAssembly | None = None
         self.unused_numbers: list[str] = []
         self.obtained: list[str] = []  # how this run's log and figures compare with the record
+        self.text: list[str] = []  # with --workshop: what this session did to the text
+        self._recipe: list[Moved] | None = None  # the recipe's own readings that moved
 
     # -- collecting --------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -479,6 +511,8 @@ class Controller:
                 f"{relative(s.places.environment, root)} was not written: only a full update "
                 f"in which every claim passes records the reference ({UPDATE_COMMAND})"
             )
+        if s.workshop_text is not None:
+            self.text = self._follow_the_numbers(session)
         if s.claims_report:
             invocation = self.config.invocation_params.args
             stale = evidence_is_stale(self.config)
@@ -493,11 +527,30 @@ class Controller:
                 stale,
                 self.coverage(),
                 self.moved,
+                [line for line in self.text if line.startswith(("rewrote", "would", "left", " "))],
+                self.config.stash.get(UNCITED, {}),
             )
             atomic_write(s.claims_report, text)
             self.summary.append(f"wrote the claims report {relative(s.claims_report, root)}")
         if s.record:
             self._record(session).save(s.record)
+
+    def _follow_the_numbers(self, session: pytest.Session) -> list[str]:
+        """Under an update, rewrite the quotes of the text whose numbers moved, before the
+        update commits (`bnvg.text.rewrites`); say what was rewritten, what was left and
+        which numbers cite no line."""
+        rewrites = [r for c in self.claims.values() for r in c.rewrites]
+        left = [one for c in self.claims.values() for one in c.left]
+        written = False
+        interrupted = session.exitstatus in (
+            pytest.ExitCode.INTERRUPTED,
+            pytest.ExitCode.INTERNAL_ERROR,
+        )
+        if self.settings.update and rewrites and not interrupted:
+            text_rewrites.rewrite_documents(rewrites, self.config.rootpath)
+            written = True
+        uncited = self.config.stash.get(UNCITED, {})
+        return text_rewrites.describe(rewrites, left, uncited, written)
 
     def _record_reference(self, computed_on: Platform) -> None:
         """A full update re-records every number: the reference is now the identity of the
@@ -630,6 +683,10 @@ class Controller:
                 "code (copied from pytest's cache; --recompute draws them again)"
             )
         self._say_moved(terminalreporter)
+        if self.text:
+            terminalreporter.write_sep("-", "the workshop's text")
+            for line in self.text:
+                write(line)
         self._say_coverage(terminalreporter)
         self._say_titles(terminalreporter)
         self._say_platform(terminalreporter)
@@ -674,9 +731,30 @@ class Controller:
 
     @property
     def moved(self) -> list[Moved]:
-        """Every reading that prints otherwise than its snapshot, in log order."""
+        """Every reading that prints otherwise than its snapshot, in log order; and every
+        reading of a line the recipe fills (a section's steps) that prints otherwise than
+        the record's log (`moved_in_the_recipe`)."""
         found = {m.reading.name: m for c in self.claim_outcomes.values() for m in c.moved.values()}
+        for m in self._recipe_moved():
+            found.setdefault(m.reading.name, m)
         return sorted(found.values(), key=lambda m: (m.line, m.reading.name))
+
+    def _recipe_moved(self) -> list[Moved]:
+        if self._recipe is None:
+            self._recipe = []
+            transaction = self.config.stash.get(UPDATE, None)
+            places = self.settings.places
+            record = places.results_log
+            if transaction is not None:  # the record as it was before this update began
+                record = transaction.before / record.relative_to(places.root)
+            if self.claim_outcomes and record.is_file():
+                try:
+                    recorded = read_published(record)
+                except PublishedLogError:
+                    return []  # another layout: its lines are not these lines
+                table = fragility(self.config)
+                self._recipe = moved_in_the_recipe(recorded, fixed_lines(), table)
+        return self._recipe
 
     def _say_moved(self, terminalreporter: pytest.TerminalReporter) -> None:
         """What a reader of the log will see change: every reading printed otherwise than
@@ -688,7 +766,12 @@ class Controller:
         n = len(moved)
         terminalreporter.write_sep("-", f"{n} quoted number{'s' if n > 1 else ''} moved")
         terminalreporter.write_line(
-            "recorded in the snapshots now: the text must quote the new values"
+            (
+                "recorded in the snapshots now: the text's quotes of them are rewritten below"
+                if self.settings.workshop_text is not None
+                else "recorded in the snapshots now: the text must quote the new values "
+                "(--workshop DIR rewrites its quotes)"
+            )
             if self.settings.update
             else "computed here, not as the snapshots print them (judged above as failures "
             "or drift, by where this run computed):"

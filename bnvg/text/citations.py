@@ -40,11 +40,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bnvg.evidence.fragility import ROBUST, Fragility, ReadingEvidence, Seen, version_key
 from bnvg.evidence.verdicts import status_of
 from bnvg.log.readings import Reading
+from bnvg.text.prose import Paragraph, paragraphs
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
 _NUM = r"\d+"
@@ -55,7 +56,6 @@ CITATION = re.compile(rf"\blines?\s+(?P<list>{_LIST})|results\.log:(?P<one>{_LIS
 QUOTED = re.compile(rf"(?<![A-Za-z_\d.+\-]){_NUMBER}")
 # Words after which a number is a name: "layer 4's gradient", "ln 2", "module 2".
 NAME_WORD = re.compile(r"\b(?:layer|ln|module|section|figure|neuron)\s*$", re.I)
-SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 # A range of values, quoted as one: "between 0.005 and 0.011", "0.005\u20130.011" (an en dash;
 # a hyphen joins names: "layer-1").
 VALUE_RANGE = re.compile(
@@ -151,12 +151,16 @@ def kind_said(before: str, after: str) -> str | None:
 class Quote:
     """One number a citation covers, as written, with what the sentence says it is (see
     `KINDS`; None where it does not say); or a range quoted as one ("between 0.005 and
-    0.011"), with its two ends as written."""
+    0.011"), with its two ends as written. `where`: (line, column) of each number as written
+    in its document (the range's two ends), for rewriting it in place."""
 
     text: str
     kind: str | None = None
     ends: tuple[str, str] | None = None
     bound: bool = False  # the sentence words it as a bound ("by step 100", "at least 90%")
+    offset: int = 0  # in its paragraph, until placed
+    end_offsets: tuple[int, int] | None = None
+    where: tuple[tuple[int, int], ...] = ()
 
     @property
     def span(self) -> tuple[float, float] | None:
@@ -166,21 +170,37 @@ class Quote:
         lo, hi = (float(end) for end in self.ends)
         return min(lo, hi), max(lo, hi)
 
+    def placed(self, paragraph: Paragraph) -> Quote:
+        """This quote, with where its numbers stand in the document."""
+        offsets = self.end_offsets if self.end_offsets is not None else (self.offset,)
+        return replace(self, where=tuple(paragraph.locate(o) for o in offsets))
+
 
 @dataclass(frozen=True)
 class Citation:
-    """One citation of the log in a Markdown file."""
+    """One citation of the log in a document of the workshop's text."""
 
     path: str
-    md_line: int  # 1-based line of the Markdown file where the citation stands
+    md_line: int  # 1-based line where the citation stands (in its cell, in a notebook)
     lines: tuple[int, ...]  # the cited log lines
     sentence: str
     quotes: tuple[Quote, ...]  # the numbers it covers
+    cell: int | None = None  # the notebook cell it stands in, 1-based; None in a text file
 
     @property
     def quoted(self) -> tuple[str, ...]:
         """The numbers it covers, as written."""
         return tuple(q.text for q in self.quotes)
+
+    @property
+    def where(self) -> str:
+        """ "module.md:12", or "module.ipynb, cell 3, line 2"."""
+        return where(self.path, self.cell, self.md_line)
+
+
+def where(path: str, cell: int | None, line: int) -> str:
+    """Where a line of the workshop's text stands, for people."""
+    return f"{path}:{line}" if cell is None else f"{path}, cell {cell}, line {line}"
 
 
 def _expand(listing: str) -> list[int]:
@@ -192,85 +212,71 @@ def _expand(listing: str) -> list[int]:
     return out
 
 
-def _sentences(text: str) -> Iterator[tuple[int, int]]:
-    """(start, end) of each sentence of a paragraph."""
-    start = 0
-    for m in SENTENCE_END.finditer(text):
-        yield start, m.end()
-        start = m.end()
-    if text[start:].strip():
-        yield start, len(text)
+def quoted_numbers(sentence: str, skip: Sequence[tuple[int, int]] = ()) -> Iterator[re.Match[str]]:
+    """The numbers a sentence quotes, outside the spans `skip`: not names ("S4", "x1",
+    "layer-1", "layer 4's", "ln 2")."""
+    for q in QUOTED.finditer(sentence):
+        if any(start <= q.start() < end for start, end in skip):
+            continue
+        if NAME_WORD.search(sentence[: q.start()]):
+            continue
+        yield q
 
 
-def _quotes(sentence: str, cites: Sequence[re.Match[str]]) -> list[list[Quote]]:
+def _quotes(sentence: str, cites: Sequence[re.Match[str]], at: int) -> list[list[Quote]]:
     """The numbers each citation covers, each with what the sentence says it is: those since
-    the previous citation; the numbers after the last citation belong to the last."""
+    the previous citation; the numbers after the last citation belong to the last. `at` is
+    the sentence's offset in its paragraph, which each quote keeps."""
     numbers: list[list[Quote]] = [[] for _ in cites]
 
     def belongs(end: int) -> int:
         after = [i for i, c in enumerate(cites) if c.start() >= end]
         return after[0] if after else len(cites) - 1
 
+    cited = [(c.start(), c.end()) for c in cites]
     ranges = [
         m
         for m in VALUE_RANGE.finditer(sentence)
-        if not any(c.start() <= m.start() < c.end() for c in cites)
+        if not any(start <= m.start() < end for start, end in cited)
     ]
     for m in ranges:
         ends = (m.group("lo") or m.group("a"), m.group("hi") or m.group("b"))
-        numbers[belongs(m.end())].append(Quote(m.group(0), ends=ends))
-    for q in QUOTED.finditer(sentence):
-        if any(c.start() <= q.start() < c.end() for c in cites):
-            continue  # a cited line number, not a quoted value
-        if any(m.start() <= q.start() < m.end() for m in ranges):
-            continue  # one end of a range, quoted with it
-        if NAME_WORD.search(sentence[: q.start()]):
-            continue
+        low = m.start("lo") if m.group("lo") else m.start("a")
+        high = m.start("hi") if m.group("hi") else m.start("b")
+        numbers[belongs(m.end())].append(
+            Quote(
+                m.group(0),
+                ends=ends,
+                offset=at + m.start(),
+                end_offsets=(at + low, at + high),
+            )
+        )
+    spans = cited + [(m.start(), m.end()) for m in ranges]
+    for q in quoted_numbers(sentence, spans):
         before = sentence[: q.start()]
         kind = kind_said(before, sentence[q.end() :])
-        numbers[belongs(q.end())].append(Quote(q.group(0), kind, bound=words_a_bound(before)))
+        numbers[belongs(q.end())].append(
+            Quote(q.group(0), kind, bound=words_a_bound(before), offset=at + q.start())
+        )
     return numbers
 
 
-def find_citations(path: str, markdown: str) -> list[Citation]:
-    """Every citation of the log in one Markdown document (code blocks are skipped)."""
+def find_citations(path: str, source: str, cell: int | None = None) -> list[Citation]:
+    """Every citation of the log in one document's prose (`bnvg.text.prose`: code, front
+    matter and markup are not prose); `cell`, the notebook cell the source is, if any."""
     found: list[Citation] = []
-    in_code = False
-    paragraph: list[tuple[int, str]] = []
-
-    def flush() -> None:
-        if not paragraph:
-            return
-        text, starts = "", []
-        for number, line in paragraph:
-            starts.append((len(text), number))
-            text += line + " "
-        for s, e in _sentences(text):
-            sentence = text[s:e]
+    for paragraph in paragraphs(source):
+        for s, e in paragraph.sentences():
+            sentence = paragraph.text[s:e]
             cites = list(CITATION.finditer(sentence))
             if not cites:
-                continue
-            for c, quoted in zip(cites, _quotes(sentence, cites), strict=True):
-                offset = s + c.start()
-                md_line = max(n for p, n in starts if p <= offset)
+                continue  # its numbers cite nothing (`bnvg.text.uncited`)
+            for c, quoted in zip(cites, _quotes(sentence, cites, s), strict=True):
+                line, _ = paragraph.locate(s + c.start())
+                placed = tuple(q.placed(paragraph) for q in quoted)
                 cited = _expand(c.group("list") or c.group("one"))
-                found.append(
-                    Citation(path, md_line, tuple(cited), " ".join(sentence.split()), tuple(quoted))
-                )
-        paragraph.clear()
-
-    for number, line in enumerate(markdown.splitlines(), start=1):
-        if line.lstrip().startswith("```"):
-            flush()
-            in_code = not in_code
-            continue
-        if in_code:
-            continue
-        if not line.strip():
-            flush()
-        else:
-            paragraph.append((number, line))
-    flush()
+                text = " ".join(sentence.split())
+                found.append(Citation(path, line, tuple(cited), text, placed, cell))
     return found
 
 
@@ -325,6 +331,13 @@ def _evidence_says(evidence: ReadingEvidence | None, quote: Quote, sentence: str
     counts = {evidence.holds_in(g) for g in ("sampler", "init", "seeds", "platforms")}
     pairs = {(int(k), int(n)) for k, n in K_OF_N.findall(sentence)}
     return any(quote.text in (str(k), str(n)) for k, n in pairs & counts)
+
+
+def _bound_says(reading: Reading, quote: Quote) -> bool:
+    """The quote states the bound the reading's claim verified this session, where the
+    sentence words it as a bound ("reaches 90% by step 100", "under 0.02")."""
+    bound = reading.bound
+    return quote.bound and bound is not None and rounds_to(quote.text, float(bound.threshold))
 
 
 @dataclass(frozen=True)
@@ -475,6 +488,7 @@ def check(
         if (
             any(says(r, quoted) for r in _of_kind(heard, said_kind))
             or (said_kind is None and _names_say(names, quoted))
+            or any(_bound_says(r, quote) for r in readings)
             or any(
                 _evidence_says(fragility.reading(r.name), quote, citation.sentence)
                 for r in readings
