@@ -303,7 +303,7 @@ def test_an_update_rewrites_the_quote_that_moved_and_a_second_update_changes_not
     before = path.read_text()
     normal = run(s5_project)  # a normal run never writes the text
     assert normal.ret == pytest.ExitCode.TESTS_FAILED and path.read_text() == before
-    update = run(s5_project, "--snapshot-update")
+    update = run(s5_project, "--snapshot-update", "--claims-report=report.md")
     update.assert_outcomes(passed=8)
     where = "text/module.md:5" if suffix == ".md" else "text/module.ipynb, cell 4, line 1"
     update.stdout.fnmatch_lines(
@@ -314,6 +314,9 @@ def test_an_update_rewrites_the_quote_that_moved_and_a_second_update_changes_not
         ]
     )
     assert path.read_text() == before.replace("7.25e-02", "6.25e-02")
+    report = (s5_project.path / "report.md").read_text()
+    assert "## What the update did to the text" in report
+    assert f"  {where}  7.25e-02 -> 6.25e-02 (log line 59, " in report
     run(s5_project).assert_outcomes(passed=8)
     again = run(s5_project, "--snapshot-update")
     again.assert_outcomes(passed=8)
