@@ -26,6 +26,7 @@ class Places:
     """The project's folders and files, under one root (a clone, or a scratch copy)."""
 
     root: Path
+    obtained_folder: str = "obtained"  # the ini option bnvg_obtained, relative to the root
 
     @property
     def snapshots(self) -> Path:
@@ -89,7 +90,7 @@ class Places:
     def obtained(self) -> Path:
         """What a normal run computed, never committed (git-ignored): its log and figures,
         as pytest-regressions writes its `.obtained` files beside the expected ones."""
-        return self.root / "obtained"
+        return self.root / self.obtained_folder
 
     @property
     def obtained_results_log(self) -> Path:

@@ -6,7 +6,7 @@ import textwrap
 import pytest
 
 from bnvg.log.layout import claimed_keys, layout, line_number
-from bnvg.plugin.session import NOT_VERIFIED
+from bnvg.plugin.outcomes import NOT_VERIFIED
 from bnvg.store import atomic_write
 
 N_LINES = len(layout())

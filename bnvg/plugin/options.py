@@ -114,41 +114,36 @@ def is_controller(config: pytest.Config) -> bool:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("bnvg", "bnvg: the executable workshop")
-    group.addoption(
+    """bnvg's options, grouped by what they decide (`pytest --help` lists each group), and
+    the ini options a project sets once in `[tool.pytest.ini_options]`."""
+    writes = parser.getgroup("bnvg-writes", "bnvg: what a run writes, and where")
+    writes.addoption(
         "--results-log",
         dest="bnvg_results_log",
         metavar="PATH",
         default=None,
-        help="where to write the log assembled from the passing claims "
-        "(default: captures/results.log under the rootdir)",
+        help="where this run writes the log assembled from its passing claims (default: "
+        "the ini option bnvg_results_log, else obtained/results.log; under --snapshot-update, "
+        "captures/results.log, the record)",
     )
-    group.addoption(
+    writes.addoption(
         "--diagrams",
         dest="bnvg_diagrams",
         metavar="DIR",
         default=None,
-        help="where the claims draw the workshop's figures (default: diagrams/ under the rootdir)",
+        help="where the claims draw the workshop's figures (default: the ini option "
+        "bnvg_diagrams, else obtained/diagrams/; under --snapshot-update, diagrams/, the record)",
     )
-    group.addoption(
-        "--workshop",
-        dest="bnvg_workshop",
-        metavar="DIR",
-        default=None,
-        help="also check every citation of the log in the workshop's text under DIR: "
-        "Markdown and MyST (.md), Quarto (.qmd) and Jupyter notebooks (.ipynb), one test per "
-        "citation, run in one process after the claims; with --snapshot-update, rewrite "
-        "each quote whose number moved",
-    )
-    group.addoption(
+    writes.addoption(
         "--claims-report",
         dest="bnvg_claims_report",
         metavar="PATH",
         default=None,
         help="write a Markdown report of every claim: its sentence, its readings here and in "
-        "the snapshot, robust or fragile, and its status",
+        "the snapshot, what the platforms print and how general it is over seeds; with "
+        "--workshop, what the text cites and the numbers that cite no line",
     )
-    group.addoption(
+    writes.addoption(
         "--record",
         dest="bnvg_record",
         metavar="PATH",
@@ -156,30 +151,43 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write the session's record as JSON: every claim's outcome, every reading by "
         "name, every stored table (for the sweep, the benchmark and tools)",
     )
-    group.addoption(
+    text = parser.getgroup("bnvg-text", "bnvg: the workshop's text")
+    text.addoption(
+        "--workshop",
+        dest="bnvg_workshop",
+        metavar="DIR",
+        default=None,
+        help="also check every citation of the log in the workshop's text under DIR (default: "
+        "the ini option bnvg_workshop): Markdown and MyST (.md), Quarto (.qmd) and Jupyter "
+        "notebooks (.ipynb), one test per citation, run in one process after the claims; "
+        "with --snapshot-update, rewrite each quote whose number moved",
+    )
+    compared = parser.getgroup("bnvg-compared", "bnvg: how the numbers are compared")
+    compared.addoption(
         "--strict-numbers",
         dest="bnvg_strict_numbers",
         action="store_true",
         help="fail on any number that differs from its snapshot at full precision, fragile "
         "or not (for the reference machine)",
     )
-    group.addoption(
+    compared.addoption(
         "--recompute",
         dest="bnvg_recompute",
         action="store_true",
         help="train every network again instead of reusing the runs kept in pytest's cache "
         "(--strict-numbers implies it)",
     )
-    group.addoption(
+    computes = parser.getgroup("bnvg-computes", "bnvg: where the numbers are computed")
+    computes.addoption(
         "--torch-threads",
         dest="bnvg_torch_threads",
         type=int,
         default=1,
         metavar="N",
-        help="torch intra-op threads in every process that computes (default 1; "
-        "the reference numbers need 1: only the sweep sets another)",
+        help="torch intra-op threads in every process that computes (default 1; the "
+        "reference numbers need 1: another count is another platform, for the sweep)",
     )
-    group.addoption(
+    computes.addoption(
         "--native-kernels",
         dest="bnvg_native_kernels",
         action="store_true",
@@ -188,22 +196,63 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "does when run as it is; what moves is then drift, unless the evidence holds this "
         "platform",
     )
-    group.addoption(
+    seeds = parser.getgroup(
+        "bnvg-seeds", "bnvg: other seeds (another experiment than the workshop's; the sweep's)"
+    )
+    seeds.addoption(
         "--sampler-seed",
         dest="bnvg_sampler_seed",
         type=int,
         default=None,
         metavar="K",
-        help="seed of the minibatch sampler alone (default: the workshop's seed; for the sweep)",
+        help="seed of the minibatch sampler alone (default: the workshop's seed); the log and "
+        "figures go to pytest's cache folder, never to the record",
     )
-    group.addoption(
+    seeds.addoption(
         "--init-seed",
         dest="bnvg_init_seed",
         type=int,
         default=None,
         metavar="K",
-        help="seed of the starting weights alone (default: the workshop's seed; for the sweep)",
+        help="seed of the starting weights alone (default: the workshop's seed); the log and "
+        "figures go to pytest's cache folder, never to the record",
     )
+    for name, what in INI_OPTIONS.items():
+        parser.addini(name, what, default="")
+
+
+# Settings a project fixes once, in [tool.pytest.ini_options]; paths relative to the rootdir.
+INI_OPTIONS = {
+    "bnvg_workshop": "bnvg: the workshop's text, checked on every run (as --workshop DIR)",
+    "bnvg_results_log": "bnvg: where a normal run writes its log (as --results-log PATH)",
+    "bnvg_diagrams": "bnvg: where a normal run draws its figures (as --diagrams DIR)",
+    "bnvg_obtained": "bnvg: the git-ignored folder of what a normal run computed, and of an "
+    "update's journal and lock (default: obtained)",
+}
+
+
+def _workshop(config: pytest.Config) -> Path | None:
+    """The workshop's text this session checks: --workshop DIR; or the ini option's folder,
+    in a session that runs every claim (`pytest tests/` and `-k eval_bug` leave it alone: a
+    narrowed run verifies too few lines for the whole text)."""
+    given = config.getoption("bnvg_workshop")
+    folder = _setting(config, "bnvg_workshop")
+    if folder is None or (not given and (narrowed(config) or not runs_claims(config))):
+        return None
+    if not folder.is_dir():
+        where = "--workshop" if given else "the ini option bnvg_workshop:"
+        raise pytest.UsageError(f"{where} {folder}: no such folder")
+    return folder
+
+
+def _setting(config: pytest.Config, option: str) -> Path | None:
+    """A path option: from the command line, else from the ini file (relative to the
+    rootdir), else None."""
+    given = config.getoption(option)
+    if given:
+        return Path(given)
+    ini = str(config.getini(option) or "")
+    return config.rootpath / ini if ini else None
 
 
 def _path(option: str | None) -> Path | None:
@@ -226,6 +275,9 @@ def _outputs(config: pytest.Config, places: Places, update: bool) -> tuple[Path,
     )
     if variant is None and update:
         return results_log or places.results_log, diagrams or places.diagrams
+    # Where a normal run writes, as the project fixed it (an update writes the record).
+    results_log = results_log or _setting(config, "bnvg_results_log")
+    diagrams = diagrams or _setting(config, "bnvg_diagrams")
     if variant is None:
         return results_log or places.obtained_results_log, diagrams or places.obtained_diagrams
     committed = {places.results_log.resolve(), places.diagrams.resolve()}
@@ -301,9 +353,53 @@ def end_update(config: pytest.Config, completed: bool) -> str | None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    """What this session found before it began: an update interrupted part way, undone."""
+    """Before the first test: where this run stands (the platform it computes on, and what
+    its numbers are compared with), whether the evidence is fresh, whether the run is
+    narrowed; and what the session found before it began (an update interrupted, undone)."""
     recovered = config.stash.get(RECOVERED, None)
-    return [recovered] if recovered else []
+    lines = [recovered] if recovered else []
+    if SETTINGS in config.stash and runs_claims(config):
+        lines.append(header_line(config))
+    return lines
+
+
+def header_line(config: pytest.Config) -> str:
+    """ "bnvg: the reference platform (...); the evidence is fresh; a full run (...)"."""
+    s = settings(config)
+    seeds = seed_variant_name(s.sampler_seed, s.init_seed)
+    found = standing(config)
+    here = process_platform(config)
+    if s.update:
+        where = f"an update on {here.describe()}: the snapshots will hold its numbers"
+    elif found.kind == REFERENCE:
+        where = (
+            f"the reference platform ({here.describe()}): every number compared with the "
+            "snapshots, bit for bit"
+        )
+    elif found.kind == HELD:
+        where = (
+            f"a platform the evidence holds ({here.id}): every number compared with its own "
+            "fragment, bit for bit"
+        )
+    else:
+        where = (
+            f"a platform new to the evidence ({here.describe()}): a number every platform "
+            "prints alike fails if it moves, a platform-dependent one drifts"
+        )
+    if seeds is not None:
+        where += f"; at {seeds}, another experiment than the workshop's"
+    if evidence_is_stale(config):
+        evidence = "the evidence is stale (it measured another experiment: python -m bnvg.sweep)"
+    elif committed_fragility(config) is EMPTY:
+        evidence = "no evidence yet (python -m bnvg.sweep)"
+    else:
+        evidence = "the evidence is fresh"
+    run = (
+        "a narrowed run (its log never replaces a complete one)"
+        if narrowed(config)
+        else "a full run"
+    )
+    return f"bnvg: {where}; {evidence}; {run}"
 
 
 def _refuse_unwritable(s: Settings) -> None:
@@ -344,12 +440,9 @@ def pytest_configure(config: pytest.Config) -> None:
     threads = config.getoption("bnvg_torch_threads")
     if threads < 1:
         raise pytest.UsageError(f"--torch-threads must be at least 1, got {threads}")
-    workshop = _path(config.getoption("bnvg_workshop"))
-    if workshop is not None:
-        if not workshop.is_dir():
-            raise pytest.UsageError(f"--workshop {workshop}: no such folder")
-        if str(workshop) not in config.args:
-            config.args.append(str(workshop))  # so its documents are collected
+    workshop = _workshop(config)
+    if workshop is not None and str(workshop) not in config.args:
+        config.args.append(str(workshop))  # so its documents are collected
     # One command updates both snapshot libraries; pytest-regressions' own flags would update
     # the numbers without the text that quotes them.
     for flag, dest in (("--force-regen", "force_regen"), ("--regen-all", "regen_all")):
@@ -374,7 +467,7 @@ def pytest_configure(config: pytest.Config) -> None:
     update = bool(getattr(config.option, "update_snapshots", False))
     config.option.regen_all = update
     root = config.rootpath
-    places = Places(root)
+    places = Places(root, str(config.getini("bnvg_obtained") or "obtained"))
     seeded = [
         f"--{name}-seed"
         for name in ("sampler", "init")
@@ -491,7 +584,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     # Citations read the whole log, so --workshop runs in one process too; and when pytest's
     # cache holds every trained run, the claims leave nothing worth a second process (other
     # tests beside them, such as the project's own, still use every core).
-    if narrowed(config) or config.getoption("bnvg_workshop"):
+    if narrowed(config) or _workshop(config) is not None:
         return 0
     if only_claims(config) and all_runs_stored(config):
         return 0
@@ -504,6 +597,17 @@ def only_claims(config: pytest.Config) -> bool:
     claims = (config.rootpath / "claims").resolve()
     paths = [Path(arg.split("::")[0]) for arg in config.args]
     return all((config.invocation_params.dir / p).resolve().is_relative_to(claims) for p in paths)
+
+
+def runs_claims(config: pytest.Config) -> bool:
+    """Whether the command line runs any claim: the claims folder, a file or a node id in it,
+    or a folder holding it (bare `pytest` runs the testpaths, which are the claims)."""
+    claims = (config.rootpath / "claims").resolve()
+    for arg in config.args:
+        path = (config.invocation_params.dir / arg.split("::")[0]).resolve()
+        if path == claims or claims in path.parents or path in claims.parents:
+            return True
+    return False
 
 
 # -- the platform, and where it stands with the evidence ------------------------------------

@@ -21,7 +21,7 @@ import shlex
 from collections.abc import Generator, Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import pytest
 
@@ -40,13 +40,11 @@ from bnvg.plugin.options import (
     payloads,
     settings,
 )
+from bnvg.plugin.outcomes import ClaimOutcome, LogAssembly
 from bnvg.store import relative
 from bnvg.text.citations import Coverage
 from bnvg.text.prose import NOTHING_CITED
 from bnvg.text.uncited import Uncited
-
-if TYPE_CHECKING:
-    from bnvg.plugin.session import ClaimOutcome, LogAssembly
 
 # -- the claims report ----------------------------------------------------------------------
 STATUSES = ("verified", "drifted", "failed", "skipped", "not run")
