@@ -33,52 +33,55 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bnvg.sweep", description=__doc__.splitlines()[0]
     )
-    parser.add_argument(
+    where = parser.add_argument_group("where it runs")
+    what = parser.add_argument_group("what it measures (default: every variant and seed)")
+    written = parser.add_argument_group("where it writes")
+    where.add_argument(
         "--scheduler",
         metavar="ADDRESS",
         help="submit to this Dask scheduler (default: start a local cluster)",
     )
-    parser.add_argument(
+    where.add_argument(
         "--workers",
         type=int,
         default=os.cpu_count() or 1,
         help="workers of the local cluster, one thread each (default: one per core)",
     )
-    parser.add_argument("--seeds", type=int, default=SEEDS, help="seeds per axis (default 32)")
-    parser.add_argument(
+    what.add_argument("--seeds", type=int, default=SEEDS, help="seeds per axis (default 32)")
+    what.add_argument(
         "--no-kernels",
         action="store_true",
         help="leave out the variants of the reference that change one setting everywhere "
         "alike (ATen's scalar and AVX-512 kernels, two threads)",
     )
-    parser.add_argument(
+    what.add_argument(
         "--here",
         action="store_true",
         help="only this machine's own platforms (the workshop under the reference kernels, "
         "with the kernel variables you set, and under --native-kernels), to add them to the "
         "evidence; then merge",
     )
-    parser.add_argument(
+    what.add_argument(
         "--release",
         action="store_true",
         help="only the workshop under the reference kernels on this machine, computed by the "
         "torch installed here: a torch release's fragment (what `nox -s torch-<release>` "
         "runs); then merge",
     )
-    parser.add_argument(
+    what.add_argument(
         "--select",
         metavar="EXPR",
         help="only the claims matching this -k expression (a quick look; the tables then "
         "cover only those claims)",
     )
-    parser.add_argument(
+    written.add_argument(
         "--project",
         type=Path,
         default=ROOT,
         help="the project whose claims run and whose evidence folder receives the fragments "
         "and tables (default: this checkout)",
     )
-    parser.add_argument(
+    written.add_argument(
         "--merge-only",
         action="store_true",
         help="compute nothing: merge the fragments already there into the tables",
