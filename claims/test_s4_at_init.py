@@ -22,6 +22,9 @@ def per_factor(bound):
 
 
 def table_keys(net):
+    """The keys of a net's S4 table: `at_init` and the S4 log keys call the nets "plain" and
+    "batch" (the batch norm net: "S4 batch ratio"), and the log prints their tables under
+    "PLAIN" and "BATCHNORM"."""
     return [
         f"S4 {net} loss",
         *(f"S4 {net} layer {k}" for k in range(1, DEPTH + 1)),
@@ -51,8 +54,8 @@ def test_plain_net_weight_gradients_grow_toward_the_output(at_init, quoted):
 
 @pytest.mark.log_lines(*table_keys("batch"))
 def test_batch_norm_net_weight_gradients_stay_within_one_order_of_magnitude(at_init, quoted):
-    """The BATCHNORM table: every layer's ||dL/dW|| is within 10x of the output layer's, on
-    either side: above a tenth of it and below ten times it."""
+    """The batch norm table (printed under "BATCHNORM"): every layer's ||dL/dW|| is within 10x
+    of the output layer's, on either side: above a tenth of it and below ten times it."""
     m = at_init["batch"]
     quoted.lines(fill.at_init_table("batch", m))
     for r in m.layers:
@@ -65,9 +68,9 @@ def test_batch_norm_keeps_std_of_z_at_1(at_init):
     """Workshop: "std(z) = 1.0001, 0.9996, 0.9999, 0.9995": batch norm rescales every layer's
     pre-activations to unit spread (1.00 to two decimals), where the plain net's stay at 0.23
     to 0.57 (its smallest and largest, to two figures)."""
-    batch = [r.z_std for r in at_init["batch"].layers]
+    batch_norm = [r.z_std for r in at_init["batch"].layers]
     plain = [r.z_std for r in at_init["plain"].layers]
-    assert [round(z, 2) for z in batch] == [1.0] * DEPTH, f"batch norm's std(z): {batch}"
+    assert [round(z, 2) for z in batch_norm] == [1.0] * DEPTH, f"batch norm's std(z): {batch_norm}"
     assert about(0.23).holds(min(plain)) and about(0.57).holds(max(plain)), (
         f"the plain net's std(z): {plain}"
     )

@@ -57,13 +57,13 @@ def test_loss_curves_figure_is_drawn(runs, workshop, figure, quoted):
     """Figure: "Training loss: plain vs batch norm", the plain curve flat at ln 2 after its first
     point: from step 50 to the end every loss it plots is within 0.005 of ln 2, while its
     first point (step 1, one step from the starting weights) lies above that."""
-    plain, bn = runs.history("plain"), runs.history("batch norm")
+    plain, batch_norm = runs.history("plain"), runs.history("batch norm")
     losses = dict(zip(plain.index, plain.columns["train loss"], strict=True))
     first, *later = losses
     away = {step: losses[step] for step in later if abs(losses[step] - LN2) >= FLAT}
     assert not away, f"the plain loss is not within {FLAT} of ln 2 = {LN2:.4f} at {away}"
     assert losses[first] >= LN2 + FLAT, f"the plain loss at step {first} is {losses[first]}"
-    figure.draw("loss_curves.png", plain, bn, workshop.steps)
+    figure.draw("loss_curves.png", plain, batch_norm, workshop.steps)
     quoted.lines(fill.plot_saved("loss_curves.png"))
 
 
@@ -71,8 +71,8 @@ def test_loss_curves_figure_is_drawn(runs, workshop, figure, quoted):
 @pytest.mark.log_lines("plot accuracy_curves.png")
 def test_accuracy_curves_figure_is_drawn(runs, workshop, figure, quoted):
     """Figure: "Test accuracy: plain vs batch norm"."""
-    plain, bn = runs.history("plain"), runs.history("batch norm")
-    figure.draw("accuracy_curves.png", plain, bn, workshop.steps)
+    plain, batch_norm = runs.history("plain"), runs.history("batch norm")
+    figure.draw("accuracy_curves.png", plain, batch_norm, workshop.steps)
     quoted.lines(fill.plot_saved("accuracy_curves.png"))
 
 
@@ -95,20 +95,23 @@ def test_decision_boundaries_figure_is_drawn(runs, data, computed, figure, quote
     accuracy), which no straight line can do (test points of each moon lie inside the convex
     hull of the other's). The nets are checked through their training histories, which
     every weight of theirs shapes."""
-    plain, bn = runs.get("plain"), runs.get("batch norm")
+    plain, batch_norm = runs.get("plain"), runs.get("batch norm")
     # Kept in pytest's cache like every computed result, so a warm session needs no torch.
     sides = computed.get(
         "S6 plain net, class of each test point", lambda: classes_of_test_points(plain, data)
     )
     assert len(set(sides)) == 1, f"the plain net calls {sum(sides)} of {len(sides)} points class 1"
-    assert bn.history.final_acc == 1.0, f"batch norm: {bn.history.final_acc:.1%} test accuracy"
+    assert batch_norm.history.final_acc == 1.0, (
+        f"batch norm: {batch_norm.history.final_acc:.1%} test accuracy"
+    )
     test_points = dataclasses.replace(
         data, X=data.X[data.n_train :], y=data.y[data.n_train :], n_train=0
     )
     inside = points_inside_the_other_class(test_points)
     assert sum(inside) > 0, "a straight line separates the test points of the two moons"
     panels = [
-        (title, run, run.history.final_acc) for title, run in (("plain", plain), ("batch norm", bn))
+        (title, run, run.history.final_acc)
+        for title, run in (("plain", plain), ("batch norm", batch_norm))
     ]
     figure.draw("decision_boundaries.png", panels, data)
     quoted.lines(fill.plot_saved("decision_boundaries.png"))

@@ -46,16 +46,20 @@ def test_depth_8_gradient_ratio_is_4_97e_07_plain_versus_0_337_with_batch_norm(i
     sigmoid layers cost the plain net another factor of about 700 (to one figure) on top of
     its 3.32e-04 at depth 4; batch norm's barely moves: less than 2x either way from its
     2.29e-01 at depth 4."""
-    plain, bn = (init_ratio(NetSpec(norm=norm, depth=DEEP_DEPTH)) for norm in ("none", "batch"))
+    plain, batch_norm = (
+        init_ratio(NetSpec(norm=norm, depth=DEEP_DEPTH)) for norm in ("none", "batch")
+    )
     quoted.lines(
-        fill.deep_ratio(plain, bn),
+        fill.deep_ratio(plain, batch_norm),
         holds={"plain gradient ratio": below(1e-6), "batch norm gradient ratio": above(0.1)},
     )
-    plain_4, bn_4 = (init_ratio(NetSpec(norm=norm)) for norm in ("none", "batch"))
+    plain_4, batch_norm_4 = (init_ratio(NetSpec(norm=norm)) for norm in ("none", "batch"))
     assert about(700).holds(plain_4 / plain), (
         f"plain: {plain_4:.2e} at depth 4, {plain:.2e} at depth 8: {plain_4 / plain:.0f}x"
     )
-    assert 1 / 2 < bn / bn_4 < 2, f"batch norm: {bn_4:.2e} at depth 4, {bn:.2e} at depth 8"
+    assert 1 / 2 < batch_norm / batch_norm_4 < 2, (
+        f"batch norm: {batch_norm_4:.2e} at depth 4, {batch_norm:.2e} at depth 8"
+    )
 
 
 @pytest.mark.parametrize(

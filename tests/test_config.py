@@ -2,10 +2,10 @@
 
 import pytest
 
-from bnvg.experiment.config import NetSpec, Workshop
+from bnvg.experiment.config import NetSpec, RunSpec, Workshop
 from bnvg.experiment.data import two_moons
 from bnvg.experiment.model import build_network
-from bnvg.experiment.runs import RunSpec, run_named
+from bnvg.experiment.runs import run_named
 from bnvg.experiment.train import train
 
 

@@ -93,6 +93,17 @@ def test_an_upgrade_lists_the_lines_that_move_and_the_statements_that_break():
     assert "pytest claims/ --snapshot-update" in text and "git diff snapshots/ captures/" in text
 
 
+def test_what_a_release_or_a_platform_prints_otherwise_is_a_platform_difference():
+    t = table({"2.15.0": readings(first=150)}, kernels={"amd": readings(acc=52.0)})
+    [on_release] = report.moved(t, "2.15.0")
+    assert isinstance(on_release, report.PlatformDifference)
+    assert (on_release.evidence.name, on_release.there.printed) == (FIRST_NAME, "step 150")
+    assert on_release.breaks  # at most 100 held on the reference, not there
+    [on_amd] = report.moved_on(t, "amd/native")
+    assert (on_amd.evidence.name, on_amd.there.printed) == (ACC_NAME, "52.0")
+    assert not on_amd.breaks  # at least 90 held on neither
+
+
 def test_the_published_log_is_placed_per_release():
     published = {ACC_NAME: Reading("S8 layer norm", ACC, 100.0)}
     t = table({"2.12.1": readings(acc=100.0), "2.15.0": readings()}, published=published)

@@ -5,13 +5,13 @@ import shutil
 import pytest
 import torch
 
-from bnvg.experiment.config import NetSpec, Workshop
+from bnvg.experiment.config import NetSpec, RunSpec, Workshop
 from bnvg.experiment.data import two_moons
 from bnvg.experiment.eval_bug import demonstrate_eval_bug
 from bnvg.experiment.measure import init_grad_ratio, measure_at_init
 from bnvg.experiment.model import build_network
 from bnvg.experiment.platform import Platform
-from bnvg.experiment.runs import RUNS, RunCache, RunSpec
+from bnvg.experiment.runs import RUNS, RunCache
 from bnvg.experiment.train import train_run
 from bnvg.store import COMPUTED, DAMAGED, REUSED, Entry, Event, Store
 

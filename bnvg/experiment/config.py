@@ -1,9 +1,11 @@
 """The workshop's constants, and the options that make one network differ from another.
 
 Every number the workshop quotes comes from one recipe. `Workshop` holds that recipe, each
-constant with the reason it has the value it has; `NetSpec` names one network variant. Both
-are frozen: a variant is made with `dataclasses.replace(base, norm="batch")`, never by
-mutating a shared object, so no claim can change what another claim reads.
+constant with the reason it has the value it has; `NetSpec` names one network variant, and
+`RunSpec` one training run of it (the network, the learning rate, and whether it was probed
+before training). All are frozen: a variant is made with
+`dataclasses.replace(base, norm="batch")`, never by mutating a shared object, so no claim can
+change what another claim reads.
 
 Bad values fail loudly here, before any computation starts: the workshop script silently
 turned an unknown norm into "none" and an unknown activation into ReLU, and a typo must never
@@ -144,6 +146,30 @@ class NetSpec:
 
 
 PLAIN = NetSpec()  # the workshop's plain sigmoid net: every other variant differs from it
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One training run: which network, which learning rate, and how it was prepared.
+
+    What decides a run beside the recipe: the network, the learning rate and whether the
+    at-init gradient ratio was measured on the very network before it trained (that one
+    train-mode pass nudges batch norm's running statistics, and so the early history). It
+    lives here, below every module that trains or holds a run (`bnvg.experiment.train`,
+    `bnvg.experiment.results`, `bnvg.experiment.runs`), so they all import it one way.
+    """
+
+    net: NetSpec = PLAIN
+    lr: float = WORKSHOP.lr
+    probed: bool = False  # True: init_grad_ratio ran on this network before training
+
+    def __post_init__(self) -> None:
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr!r}")
+
+    def __str__(self) -> str:
+        return f"{self.net}, lr={self.lr}" + (", probed" if self.probed else "")
+
 
 # -- the settings of the demonstrations ---------------------------------------------------------
 # Numbers the workshop chose rather than measured. The log prints them, so they are named here

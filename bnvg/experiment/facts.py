@@ -66,13 +66,13 @@ def starting_weights(workshop: Workshop) -> StartingWeights:
     from bnvg.experiment.runtime import torch
 
     plain = build_network(NetSpec(), workshop)
-    bn = build_network(NetSpec(norm="batch"), workshop)
+    batch_norm = build_network(NetSpec(norm="batch"), workshop)
     xavier = build_network(NetSpec(init="xavier"), workshop)
 
     def linears(net: TinyNet) -> list[nn.Linear]:
         return [*(net.linear(k) for k in range(net.spec.depth)), net.out]
 
-    pairs = zip(linears(plain), linears(bn), strict=True)
+    pairs = zip(linears(plain), linears(batch_norm), strict=True)
     w = plain.linear(1).weight
     return StartingWeights(
         parameters=parameter_count(plain),
@@ -80,7 +80,7 @@ def starting_weights(workshop: Workshop) -> StartingWeights:
             torch.equal(p.weight, b.weight) and torch.equal(p.bias, b.bias) for p, b in pairs
         ),
         checksum_plain=weight_checksum(plain),
-        checksum_batch_norm=weight_checksum(bn),
+        checksum_batch_norm=weight_checksum(batch_norm),
         layer2_std=w.std().item(),
         layer2_max_abs=w.abs().max().item(),
         xavier_layer2_std=xavier.linear(1).weight.std().item(),

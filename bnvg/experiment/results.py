@@ -12,11 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bnvg.experiment.config import TARGET_ACCURACY, WORKSHOP, Workshop
+from bnvg.experiment.config import TARGET_ACCURACY, WORKSHOP, RunSpec, Workshop
 
 if TYPE_CHECKING:
     from bnvg.experiment.model import TinyNet
-    from bnvg.experiment.runs import RunSpec
 
 
 @dataclass(frozen=True)

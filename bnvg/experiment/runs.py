@@ -1,8 +1,9 @@
 """The workshop's training runs: what decides each, and each trained at most once.
 
-A `RunSpec` says what decides a run beside the recipe: the network, the learning rate and
-whether the at-init gradient ratio was measured on the very network before it trained (that
-one train-mode pass nudges batch norm's running statistics, and so the early history).
+A `RunSpec` (`bnvg.experiment.config`) says what decides a run beside the recipe: the
+network, the learning rate and whether the at-init gradient ratio was measured on the very
+network before it trained (that one train-mode pass nudges batch norm's running statistics,
+and so the early history).
 `RUNS` names the twelve distinct runs the log needs; `bnvg.experiment.train.train_run`
 trains one.
 
@@ -34,13 +35,13 @@ import io
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from bnvg.experiment.config import DEEP_DEPTH, PLAIN, WORKSHOP, NetSpec, Workshop
+from bnvg.experiment.config import DEEP_DEPTH, WORKSHOP, NetSpec, RunSpec, Workshop
 from bnvg.experiment.data import two_moons
 from bnvg.experiment.platform import THREADS, Platform, torch_facts
 from bnvg.experiment.results import History, TrainedRun
@@ -59,22 +60,6 @@ RUN_SOURCES = (
     "results.py",  # what a run returns
     "runtime.py",  # torch, with the session's thread count
 )
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One training run: which network, which learning rate, and how it was prepared."""
-
-    net: NetSpec = PLAIN
-    lr: float = WORKSHOP.lr
-    probed: bool = False  # True: init_grad_ratio ran on this network before training
-
-    def __post_init__(self) -> None:
-        if not self.lr > 0:
-            raise ValueError(f"lr must be > 0, got {self.lr!r}")
-
-    def __str__(self) -> str:
-        return f"{self.net}, lr={self.lr}" + (", probed" if self.probed else "")
 
 
 DEEP = NetSpec(depth=DEEP_DEPTH)

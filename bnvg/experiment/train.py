@@ -8,17 +8,13 @@ and the held-out test accuracy, both in eval mode.
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
-from bnvg.experiment.config import WORKSHOP, Workshop
+from bnvg.experiment.config import WORKSHOP, RunSpec, Workshop
 from bnvg.experiment.data import TwoMoons
 from bnvg.experiment.measure import init_grad_ratio
 from bnvg.experiment.model import TinyNet, accuracy, bce, build_network
 from bnvg.experiment.results import History, TrainedRun
 from bnvg.experiment.runtime import torch
-
-if TYPE_CHECKING:
-    from bnvg.experiment.runs import RunSpec
 
 
 def train(net: TinyNet, data: TwoMoons, lr: float, workshop: Workshop = WORKSHOP) -> History:

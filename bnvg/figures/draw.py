@@ -216,10 +216,10 @@ def _curve(ax: Axes, history: Table, column: str, color: str, label: str) -> Non
     ax.plot(list(history.index), list(history.columns[column]), color=color, lw=2, label=label)
 
 
-def loss_curves(plain: Table, bn: Table, steps: int, folder: Path) -> Path:
+def loss_curves(plain: Table, batch_norm: Table, steps: int, folder: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6.8, 4.2))
     _curve(ax, plain, LOSS, RED, "plain")
-    _curve(ax, bn, LOSS, GREEN, "with batch norm")
+    _curve(ax, batch_norm, LOSS, GREEN, "with batch norm")
     ax.axhline(math.log(2), color="#555", ls=":", lw=1.2)
     ax.text(steps * 0.72, math.log(2) + 0.02, "ln 2 (learned nothing)", fontsize=9, color="#333")
     ax.set_xlabel("training step")
@@ -230,10 +230,10 @@ def loss_curves(plain: Table, bn: Table, steps: int, folder: Path) -> Path:
     return save(fig, folder, "loss_curves.png")
 
 
-def accuracy_curves(plain: Table, bn: Table, steps: int, folder: Path) -> Path:
+def accuracy_curves(plain: Table, batch_norm: Table, steps: int, folder: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6.8, 4.2))
     _curve(ax, plain, ACCURACY, RED, "plain")
-    _curve(ax, bn, ACCURACY, GREEN, "with batch norm")
+    _curve(ax, batch_norm, ACCURACY, GREEN, "with batch norm")
     ax.axhline(50, color="#555", ls=":", lw=1.2)
     ax.text(steps * 0.75, 51, "coin flip (50%)", fontsize=9, color="#333")
     ax.set_xlabel("training step")

@@ -89,7 +89,7 @@ def _positions(depth: int) -> list[str]:
     return [f"hidden {k}" for k in range(1, depth + 1)] + ["output"]
 
 
-def grad_norms_by_layer(plain: AtInit, bn: AtInit) -> Table:
+def grad_norms_by_layer(plain: AtInit, batch_norm: AtInit) -> Table:
     """||dL/dW|| of every layer, output included, for both nets."""
     return figure_table(
         "grad_norms_by_layer.png",
@@ -97,7 +97,7 @@ def grad_norms_by_layer(plain: AtInit, bn: AtInit) -> Table:
         _positions(len(plain.layers)),
         {
             "plain": [r.w_grad for r in plain.layers] + [plain.out_grad],
-            "with batch norm": [r.w_grad for r in bn.layers] + [bn.out_grad],
+            "with batch norm": [r.w_grad for r in batch_norm.layers] + [batch_norm.out_grad],
         },
     )
 
@@ -111,7 +111,7 @@ def grad_norms_plain(plain: AtInit) -> Table:
     )
 
 
-def signal_decay(plain: AtInit, bn: AtInit) -> Table:
+def signal_decay(plain: AtInit, batch_norm: AtInit) -> Table:
     """||dL/dh_k||, the backward signal arriving at each hidden layer."""
     return figure_table(
         "signal_decay.png",
@@ -119,18 +119,21 @@ def signal_decay(plain: AtInit, bn: AtInit) -> Table:
         [r.layer for r in plain.layers],
         {
             "plain": [r.h_grad for r in plain.layers],
-            "with batch norm": [r.h_grad for r in bn.layers],
+            "with batch norm": [r.h_grad for r in batch_norm.layers],
         },
     )
 
 
-def act_std_by_layer(plain: AtInit, bn: AtInit) -> Table:
+def act_std_by_layer(plain: AtInit, batch_norm: AtInit) -> Table:
     """The std of each hidden layer's activations over the batch."""
     return figure_table(
         "act_std_by_layer.png",
         "layer",
         [r.layer for r in plain.layers],
-        {"plain": [r.h_std for r in plain.layers], "batch norm": [r.h_std for r in bn.layers]},
+        {
+            "plain": [r.h_std for r in plain.layers],
+            "batch norm": [r.h_std for r in batch_norm.layers],
+        },
     )
 
 

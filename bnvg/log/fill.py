@@ -77,11 +77,11 @@ def parameters(n: int) -> LogLine:
     return line_named("S3 parameters").fill(n=n)
 
 
-def checksums(plain: float, bn: float) -> list[LogLine]:
+def checksums(plain: float, batch_norm: float) -> list[LogLine]:
     return [
         line_named("S3 checksum plain").fill(sum=plain),
-        line_named("S3 checksum bn").fill(sum=bn),
-        line_named("S3 identical weights").fill(same=plain == bn),
+        line_named("S3 checksum bn").fill(sum=batch_norm),
+        line_named("S3 identical weights").fill(same=plain == batch_norm),
     ]
 
 
@@ -150,8 +150,8 @@ def s6_recall(h: History) -> LogLine:
     return line_named("S7 lr 0.5 recall").fill(final_acc=h.final_acc * 100)
 
 
-def deep_ratio(plain: float, bn: float) -> LogLine:
-    return line_named("S7 depth 8 ratio").fill(plain=plain, bn=bn)
+def deep_ratio(plain: float, batch_norm: float) -> LogLine:
+    return line_named("S7 depth 8 ratio").fill(plain=plain, batch_norm=batch_norm)
 
 
 # -- S8 -----------------------------------------------------------------------------------------
@@ -185,5 +185,5 @@ def train_mode_small_batches(result: EvalBug) -> LogLine:
 
 
 def learned(parameter: str, values: Sequence[float]) -> LogLine:
-    """`learned gamma (BN layer 1) = [...]`: one value per neuron of the first BN layer."""
+    """`learned gamma (BN layer 1) = [...]`: one value per neuron of the first batch norm layer."""
     return line_named(f"S9 {parameter}").fill(**{f"n{k}": v for k, v in enumerate(values, 1)})

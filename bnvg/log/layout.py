@@ -241,7 +241,7 @@ def layout(workshop: Workshop = WORKSHOP) -> tuple[Line, ...]:
         _text("[S3] the networks", "section"),
         _claimed(t.PARAMETERS, "S3 parameters"),
         _claimed(t.CHECKSUM_PLAIN, "S3 checksum plain"),
-        _claimed(t.CHECKSUM_BN, "S3 checksum bn"),
+        _claimed(t.CHECKSUM_BATCH_NORM, "S3 checksum bn"),
         _claimed(t.IDENTICAL, "S3 identical weights"),
         _claimed(t.WEIGHT_STATS, "S3 layer-2 weights", fan_in=w.width),
         BLANK,

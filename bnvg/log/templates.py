@@ -214,7 +214,7 @@ PARAMETERS = Template("  plain net parameters: {n}", {"n": Quantity("parameters"
 CHECKSUM_PLAIN = Template(
     "  hidden-weight checksum, plain = {sum}", {"sum": Quantity("sum of |w|", MAGNITUDE, ".6f")}
 )
-CHECKSUM_BN = Template(
+CHECKSUM_BATCH_NORM = Template(
     "  hidden-weight checksum, bn    = {sum}", {"sum": Quantity("sum of |w|", MAGNITUDE, ".6f")}
 )
 IDENTICAL = Template(
@@ -343,10 +343,10 @@ S6_RECALL = Template(
     },
 )
 DEEP_RATIO = Template(
-    "    init gradient ratio L1/out: plain = {plain}, batch norm = {bn}",
+    "    init gradient ratio L1/out: plain = {plain}, batch norm = {batch_norm}",
     {
         "plain": Quantity("plain gradient ratio", RATIO, ".2e"),
-        "bn": Quantity("batch norm gradient ratio", RATIO, ".2e"),
+        "batch_norm": Quantity("batch norm gradient ratio", RATIO, ".2e"),
     },
 )
 

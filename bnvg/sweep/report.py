@@ -336,8 +336,11 @@ VERSIONS_LINE = line_number("versions")
 
 
 @dataclass(frozen=True)
-class Moved:
-    """One reading that a release prints differently."""
+class PlatformDifference:
+    """One reading that another platform run or torch release prints otherwise than the
+    reference does: its evidence, and what it is `there`. (Not a
+    `bnvg.evidence.verdicts.Moved`, which is a session's reading printed otherwise than its
+    snapshot.)"""
 
     evidence: ReadingEvidence
     there: Seen
@@ -348,22 +351,24 @@ class Moved:
         return bool(self.evidence.reference.holds) and self.there.holds is False
 
 
-def moved(fragility: Fragility, release: str) -> list[Moved]:
+def moved(fragility: Fragility, release: str) -> list[PlatformDifference]:
     """The readings `release` prints differently from the reference, in log order."""
     return _moved(fragility, lambda e: fragility.on_release(e, release))
 
 
-def moved_on(fragility: Fragility, run: str) -> list[Moved]:
+def moved_on(fragility: Fragility, run: str) -> list[PlatformDifference]:
     """The readings the platform run `run` prints differently from the reference."""
     return _moved(fragility, lambda e: e.platforms.get(run))
 
 
-def _moved(fragility: Fragility, there_of: Callable[[ReadingEvidence], Seen | None]) -> list[Moved]:
+def _moved(
+    fragility: Fragility, there_of: Callable[[ReadingEvidence], Seen | None]
+) -> list[PlatformDifference]:
     out = []
     for e in sorted(fragility.readings.values(), key=lambda e: (e.line, e.position)):
         there = there_of(e)
         if there is not None and there.printed != e.reference.printed:
-            out.append(Moved(e, there))
+            out.append(PlatformDifference(e, there))
     return out
 
 
@@ -395,7 +400,7 @@ def _line_list(lines: list[int]) -> str:
     return ", ".join(str(n) for n in lines) if lines else "none"
 
 
-def _what_moves(platform: str, seen: list[Moved], described: str = "") -> list[str]:
+def _what_moves(platform: str, seen: list[PlatformDifference], described: str = "") -> list[str]:
     """A platform's paragraph: the lines that move (the versions line always does), then
     each moved reading, there and here. `described`: what the platform is, in full."""
     lines = sorted({VERSIONS_LINE, *(m.evidence.line for m in seen)})
@@ -408,7 +413,9 @@ def _what_moves(platform: str, seen: list[Moved], described: str = "") -> list[s
     ]
 
 
-def _statements(broken: list[Moved], failing: list[str], there: str, holds: str) -> list[str]:
+def _statements(
+    broken: list[PlatformDifference], failing: list[str], there: str, holds: str
+) -> list[str]:
     """The statements that no longer hold on a platform (`there`: "on torch 2.15.0"): each
     bound that breaks, each claim that fails; or that every one `holds`."""
     if not (broken or failing):
