@@ -124,18 +124,7 @@ ROOMS = {
 }
 
 
-@pytest.mark.parametrize(
-    "room",
-    [
-        pytest.param(
-            room,
-            marks=[pytest.mark.xfail(strict=True, reason="plugin circle, fixed on main")]
-            if room == "bnvg.plugin"
-            else [],
-        )
-        for room in ROOMS
-    ],
-)
+@pytest.mark.parametrize("room", list(ROOMS))
 def test_no_import_cycle_within_a_room(room):
     """Inside a room the modules are layers, each importing only those below it, even for
     type checking: a module that needs a type from one above it holds that type in the wrong
