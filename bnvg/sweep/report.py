@@ -258,7 +258,7 @@ def render_robustness(document: Mapping[str, Any], sections: Sequence[tuple[str,
         out += [
             "",
             "The torch columns say whether each claim holds at the workshop's own seeds on each "
-            "torch release, under the reference kernels (`nox -s torch-<release>`); the "
+            "torch release, under the reference kernels (`nox -s torch-<release>`); "
             'docs/platforms.md\'s "What an upgrade costs" lists what moves.',
         ]
     if others:
