@@ -11,7 +11,7 @@ its pinned dependencies (`pip install -e '.[dev]'`), then runs `pytest claims/` 
 build of torch 2.13.0 from this machine's disk; on 3.12 and 3.13 it takes torch 2.13.0 from
 the package index, a CUDA build of several GB, which computes on the CPU here, and whose name
 the log's versions line carries: the one difference the comparison is told to expect
-(`--other-torch-build`). The README's "Pythons" section says what each gave. `.ci/run` keeps
+(`--other-torch-build`). docs/platforms.md ("Pythons") says what each gives. `.ci/run` keeps
 to the reference environment (3.11) so CI stays fast.
 
 A `torch-<release>` session installs the project beside that torch (pinned by

@@ -1,7 +1,7 @@
 """`nox -s arm64`'s builder (emulation/arm64.py), without building: what it keeps, what it runs.
 
 The build itself fetches 2.8 GB and the emulated sessions take minutes: they are evidence,
-run by hand (see the README's arm64 section), not tests.
+run by hand (see docs/platforms.md, "arm64"), not tests.
 """
 
 import importlib.util

@@ -1,7 +1,7 @@
 """Torch releases as platforms: what moves with the release, what an upgrade costs.
 
 Synthetic tables check the rules; the last tests check the committed evidence: every release
-the project has a requirements file for is in it, and in the README's generated section.
+the project has a requirements file for is in it, and in docs/platforms.md's generated section.
 """
 
 from pathlib import Path
@@ -11,7 +11,7 @@ from bnvg.evidence.fragility import load as load_fragility
 from bnvg.log.readings import PERCENT, STEP, STEP_SPEC, Quantity, Reading, at_least, at_most
 from bnvg.places import Places
 from bnvg.sweep import report
-from bnvg.sweep.merge import build_document, build_robustness
+from bnvg.sweep.merge import PLATFORMS_PAGE, build_document, build_robustness
 
 ROOT = Path(__file__).resolve().parent.parent
 ACC = Quantity("final test accuracy", PERCENT, ".1f")
@@ -136,8 +136,8 @@ def test_every_release_with_a_requirements_file_is_in_the_committed_evidence():
     fragility = load_fragility(Places(ROOT).fragility_json)
     assert released() and sorted(fragility.releases) == released()
     robustness_md = Places(ROOT).robustness_md.read_text()
-    readme = (ROOT / "README.md").read_text()
-    costs = readme.split("<!-- what an upgrade costs:", 1)[1].split("<!-- end of what", 1)[0]
+    page = (ROOT / PLATFORMS_PAGE).read_text()
+    costs = page.split("<!-- what an upgrade costs:", 1)[1].split("<!-- end of what", 1)[0]
     for release in released():
         assert f"| torch {release} |" in robustness_md
         assert f"**torch {release}**:" in costs
@@ -200,7 +200,7 @@ def test_without_another_architecture_the_section_says_how_to_add_one():
 
 
 def test_the_committed_evidence_holds_linux_arm64_on_both_emulated_cpu_models():
-    """What `nox -s arm64` computed: named in fragility.md, robustness.md and the README."""
+    """What `nox -s arm64` computed: named in fragility.md, robustness.md and docs/platforms.md."""
     places = Places(ROOT)
     fragility = load_fragility(places.fragility_json)
     assert sorted(fragility.architectures.values()) == [
@@ -208,8 +208,8 @@ def test_the_committed_evidence_holds_linux_arm64_on_both_emulated_cpu_models():
         "aarch64, Arm Neoverse-V1, emulated",
     ]
     fragility_md, robustness_md = places.fragility_md.read_text(), places.robustness_md.read_text()
-    readme = (ROOT / "README.md").read_text()
-    seen = readme.split("<!-- what an arm64 reader sees:", 1)[1].split("<!-- end of what", 1)[0]
+    page = (ROOT / PLATFORMS_PAGE).read_text()
+    seen = page.split("<!-- what an arm64 reader sees:", 1)[1].split("<!-- end of what", 1)[0]
     for run, label in fragility.architectures.items():
         assert f"`{run}` = " in fragility_md and "emulated by QEMU" in fragility.variants[run]
         assert f"| {label} |" in robustness_md  # a column of each section's table

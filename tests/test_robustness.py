@@ -1,4 +1,4 @@
-"""Truth over seeds: Wilson intervals, the robustness table, and the README's generated findings."""
+"""Truth over seeds: Wilson intervals, the robustness table, and docs/sweep.md's findings."""
 
 import json
 from pathlib import Path
@@ -8,7 +8,13 @@ import pytest
 from bnvg.evidence.fragility import Rate, wilson
 from bnvg.places import Places
 from bnvg.sweep import report
-from bnvg.sweep.merge import README_BEGIN, README_END, build_robustness, with_findings
+from bnvg.sweep.merge import (
+    FINDINGS_BEGIN,
+    FINDINGS_END,
+    SWEEP_PAGE,
+    build_robustness,
+    with_findings,
+)
 
 PLACES = Places(Path(__file__).resolve().parent.parent)
 
@@ -56,18 +62,18 @@ def test_the_changes_of_verdict_since_the_last_table_are_said():
     ]
 
 
-def test_the_readme_findings_are_replaced_between_their_markers_only():
-    readme = f"intro\n{README_BEGIN}\nold\n{README_END}\nrest\n"
-    assert with_findings(readme, "new\n") == f"intro\n{README_BEGIN}\nnew\n{README_END}\nrest\n"
+def test_the_findings_are_replaced_between_their_markers_only():
+    page = f"intro\n{FINDINGS_BEGIN}\nold\n{FINDINGS_END}\nrest\n"
+    assert with_findings(page, "new\n") == f"intro\n{FINDINGS_BEGIN}\nnew\n{FINDINGS_END}\nrest\n"
     with pytest.raises(ValueError, match="lacks the markers"):
         with_findings("no markers", "new\n")
 
 
-def test_the_committed_readme_says_what_the_committed_table_says():
+def test_the_committed_findings_say_what_the_committed_table_says():
     document = json.loads(PLACES.robustness_json.read_text())
-    readme = (PLACES.root / "README.md").read_text()
-    assert with_findings(readme, report.findings(document)) == readme, (
-        "the README's findings are not the table's: run `python -m bnvg.sweep --merge-only`"
+    page = (PLACES.root / SWEEP_PAGE).read_text()
+    assert with_findings(page, report.findings(document)) == page, (
+        f"{SWEEP_PAGE}'s findings are not the table's: run `python -m bnvg.sweep --merge-only`"
     )
 
 

@@ -21,15 +21,7 @@ from filelock import FileLock
 from bnvg.evidence.fragments import Fragment, FragmentStore, experiment_fingerprint
 from bnvg.places import Places
 from bnvg.runner import environment, scratch_copy
-from bnvg.sweep.merge import (
-    ARM64_BEGIN,
-    ARM64_END,
-    README_BEGIN,
-    README_END,
-    UPGRADES_BEGIN,
-    UPGRADES_END,
-    with_findings,
-)
+from bnvg.sweep.merge import GENERATED, SWEEP_PAGE, with_findings
 
 # Sweeps on Dask clusters, each job a claims session in a subprocess: the slow tier.
 pytestmark = pytest.mark.slow
@@ -39,17 +31,15 @@ QUICK = ["--no-kernels", "--select", "s1_"]  # the S1 claims: no training
 
 
 def project(folder):
-    """A scratch project with no sweep evidence yet (but the published log), and a README
-    whose generated sections are empty, for the sweep to write."""
+    """A scratch project with no sweep evidence yet (but the published log), and the pages of
+    docs/ the sweep writes into, their generated sections empty, for the sweep to write."""
     scratch_copy(ROOT, folder)
-    readme = (ROOT / "README.md").read_text()
-    for begin, end in (
-        (README_BEGIN, README_END),
-        (UPGRADES_BEGIN, UPGRADES_END),
-        (ARM64_BEGIN, ARM64_END),
-    ):
-        readme = with_findings(readme, "", begin, end)
-    (folder / "README.md").write_text(readme)
+    for name, markers in GENERATED.items():
+        page = (ROOT / name).read_text()
+        for begin, end in markers:
+            page = with_findings(page, "", begin, end)
+        (folder / name).parent.mkdir(exist_ok=True)
+        (folder / name).write_text(page)
     evidence = folder / "snapshots" / "evidence"
     shutil.rmtree(evidence / "fragments", ignore_errors=True)
     for name in ("fragility.json", "fragility.md", "robustness.json", "robustness.md"):
@@ -146,9 +136,9 @@ def test_a_sweep_says_its_progress_and_writes_a_fragment_per_job_and_the_tables(
     assert kernels["workshop"] == kernels["init-seed-1"] == ("COMPATIBLE", "avx2")
     assert kernels["mkl-auto"] == ("AUTO", "avx2")
     assert kernels["native"] == ("(not set)", "(not set)")
-    readme = (folder / "README.md").read_text()
-    assert "Over 3 minibatch orders and 3 starting weights" in readme
-    assert "claims hold in every run" in readme
+    findings = (folder / SWEEP_PAGE).read_text()
+    assert "Over 3 minibatch orders and 3 starting weights" in findings
+    assert "claims hold in every run" in findings
 
 
 def test_a_second_sweep_computes_nothing_imports_no_torch_and_writes_the_same_bytes(
@@ -162,7 +152,8 @@ def test_a_second_sweep_computes_nothing_imports_no_torch_and_writes_the_same_by
     assert "nothing to compute: all 7 fragments are there" in said
     assert "torch imported: False" in said
     assert evidence_bytes(again) == evidence_bytes(folder)
-    assert (again / "README.md").read_bytes() == (folder / "README.md").read_bytes()
+    for name in GENERATED:
+        assert (again / name).read_bytes() == (folder / name).read_bytes()
 
 
 def test_a_release_already_recorded_computes_nothing_and_writes_the_same_bytes(swept, tmp_path):
@@ -344,7 +335,8 @@ def test_a_sweep_on_a_loopback_cluster_counts_each_workers_platform(loopback_clu
 def test_the_committed_tables_are_the_merge_of_the_committed_fragments(tmp_path, hash_seed):
     """Whatever Python's string hashing (so whatever order sets iterate in)."""
     copy = scratch_copy(ROOT, tmp_path / "copy")
-    shutil.copy(ROOT / "README.md", copy / "README.md")
+    shutil.copytree(ROOT / "docs", copy / "docs")
     sweep(copy, "--merge-only", env={"PYTHONHASHSEED": hash_seed})
     assert evidence_bytes(copy) == evidence_bytes(ROOT)
-    assert (copy / "README.md").read_bytes() == (ROOT / "README.md").read_bytes()
+    for name in GENERATED:
+        assert (copy / name).read_bytes() == (ROOT / name).read_bytes()

@@ -11,7 +11,8 @@ orders and 32 sets of starting weights: about 70 claims sessions, each a job who
 a fragment under snapshots/evidence/fragments/. Fragments already there are not computed
 again, so a killed sweep resumes where it stopped. When every fragment is there it merges
 them, with the published log, into snapshots/evidence/{fragility,robustness}.{json,md} and
-the README's findings, and says which claims changed verdict since the committed tables.
+the documentation's generated sections (docs/sweep.md, docs/platforms.md), and says which
+claims changed verdict since the committed tables.
 """
 
 from __future__ import annotations
@@ -165,7 +166,7 @@ def sweep(args: argparse.Namespace) -> int:
     print(
         "wrote "
         + " and ".join(str(p.relative_to(places.root)) for p in wrote)
-        + ", their .md, and the README's findings"
+        + ", their .md, and the generated sections of docs/"
     )
     changes = report.changed(before, merged.robustness) if before else []
     print(

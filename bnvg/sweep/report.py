@@ -1,13 +1,13 @@
-"""The sweep's tables and the README's generated sections, rendered for people.
+"""The sweep's tables and the documentation's generated sections, rendered for people.
 
 - `snapshots/evidence/fragility.md` (`render_fragility`): section by section, one row per
   reading: its value here and in the published log, whether it travels, the values seen on
   the other platforms, its band, its spread over the seeds, and how often its claim's bound
   holds, each run judged by its own numbers;
-- `snapshots/evidence/robustness.md` (`render_robustness`) and the README's findings
+- `snapshots/evidence/robustness.md` (`render_robustness`) and docs/sweep.md's findings
   (`findings`): every claim, with how often it holds over minibatch orders and over starting
   weights, as k of N with its 95% interval, and on each torch release;
-- the README's "What an upgrade costs" (`render_upgrades`): per torch release the evidence
+- docs/platforms.md's "What an upgrade costs" (`render_upgrades`): per torch release the evidence
   holds, the log lines that move, the statements that no longer hold, and which lines of the
   published log (torch 2.12.1) it reproduces.
 
@@ -131,7 +131,7 @@ def render_fragility(fragility: Fragility, sections: Mapping[int, str]) -> str:
     out = [
         "# Which numbers of the log travel, and how general each sentence is",
         "",
-        "Written by the sweep (`python -m bnvg.sweep`, see the README) from the claims run under",
+        "Written by the sweep (`python -m bnvg.sweep`, docs/sweep.md) from the claims run under",
         f"{len(platforms)} other platforms, {len(releases)} other torch releases and "
         f"{len(orders) + len(weights)} other seeds "
         f"(minibatch orders and starting weights). Reference: `{fragility.reference}`.",
@@ -200,7 +200,7 @@ def render_fragility(fragility: Fragility, sections: Mapping[int, str]) -> str:
     return "\n".join(out) + "\n"
 
 
-# -- robustness.md and the README's findings -------------------------------------------------
+# -- robustness.md and docs/sweep.md's findings ---------------------------------------------
 AXIS_WORDS = {"sampler": "minibatch orders", "init": "starting weights"}
 
 
@@ -245,7 +245,7 @@ def render_robustness(document: Mapping[str, Any], sections: Sequence[tuple[str,
     out = [
         "# Truth over seeds: how often each claim holds",
         "",
-        "Written by the sweep (`python -m bnvg.sweep`, see the README) from its fragments.",
+        "Written by the sweep (`python -m bnvg.sweep`, see docs/sweep.md) from its fragments.",
         "Each claim was run again under "
         + " and under ".join(
             f"{len(document['axes'][a])} {AXIS_WORDS[a]} ({a} seeds, seed 0 included)" for a in axes
@@ -258,15 +258,15 @@ def render_robustness(document: Mapping[str, Any], sections: Sequence[tuple[str,
         out += [
             "",
             "The torch columns say whether each claim holds at the workshop's own seeds on each "
-            "torch release, under the reference kernels (`nox -s torch-<release>`); the "
-            'README\'s "What an upgrade costs" lists what moves.',
+            "torch release, under the reference kernels (`nox -s torch-<release>`); "
+            'docs/platforms.md\'s "What an upgrade costs" lists what moves.',
         ]
     if others:
         out += [
             "",
             "The columns of another architecture say whether each claim holds at the "
-            "workshop's own seeds there (`nox -s arm64`); the README's \"arm64\" section lists "
-            "what moves.",
+            "workshop's own seeds there (`nox -s arm64`); docs/platforms.md's \"arm64\" "
+            "section lists what moves.",
         ]
     by_module: dict[str, list[str]] = {}
     for claim in document.get("claims", {}):
@@ -304,7 +304,7 @@ def render_robustness(document: Mapping[str, Any], sections: Sequence[tuple[str,
 
 
 def findings(document: Mapping[str, Any]) -> str:
-    """The README's luck-of-the-draw findings: the claims that do not hold for every seed."""
+    """docs/sweep.md's luck-of-the-draw findings: the claims that do not hold for every seed."""
     axes = [a for a in ("sampler", "init") if a in document.get("axes", {})]
     lines = []
     for claim, row in document.get("claims", {}).items():
@@ -434,7 +434,7 @@ def _statements(
 def render_upgrades(
     fragility: Fragility, robustness: Mapping[str, Any], reference_lines: int
 ) -> str:
-    """The README's section. `reference_lines`: how many lines the log has."""
+    """docs/platforms.md's section. `reference_lines`: how many lines the log has."""
     releases = list(fragility.releases)
     ref = fragility.reference_release
     if not releases:
@@ -488,7 +488,7 @@ def robust_elsewhere(fragility: Fragility, e: ReadingEvidence) -> bool:
 
 
 def render_architectures(fragility: Fragility, robustness: Mapping[str, Any]) -> str:
-    """The README's section: per platform of another architecture, the lines that move and to
+    """docs/platforms.md's section: per platform of another architecture, the lines that move and to
     what, the readings robust on every x86-64 platform that move there (fragile now), and
     the statements that no longer hold."""
     if not fragility.architectures:

@@ -91,7 +91,7 @@ _AFTER = (
 
 
 # Words that make the number after them a bound, not a value: "by step 100", "within 10x",
-# "at least 90%", "under 0.02", "more than 1000x", "reaches 90%" (a bar crossed). The README
+# "at least 90%", "under 0.02", "more than 1000x", "reaches 90%" (a bar crossed). docs/authoring.md
 # lists them.
 BOUND_WORDS = (
     "by",
