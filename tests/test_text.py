@@ -340,7 +340,7 @@ def test_the_claims_report_lists_the_numbers_that_cite_no_line_and_the_marker_si
     )
     result = run(s5_project, "--claims-report=report.md")
     assert "cite no line" not in result.stdout.str()
-    assert "### text/module.md: none" in (s5_project.path / "report.md").read_text()
+    assert "**text/module.md**: none" in (s5_project.path / "report.md").read_text()
 
 
 # -- all documents or none ------------------------------------------------------------------

@@ -191,7 +191,8 @@ def _uncited(uncited: Mapping[str, Sequence[Uncited]]) -> list[str]:
         "if it cites nothing on purpose.",
     ]
     for path, found in uncited.items():
-        out += ["", f"### {path}: {len(found)}" if found else f"### {path}: none"]
+        # Bold, not a heading: a report's third-level headings are its claims.
+        out += ["", f"**{path}**: {len(found)}" if found else f"**{path}**: none"]
         out += [f"- `{u.where}` {u.number}: {_cell(u.sentence)}" for u in found]
     return out
 
