@@ -192,6 +192,7 @@ class Controller:
         self.unused_numbers: list[str] = []
         self.obtained: list[str] = []  # how this run's log and figures compare with the record
         self.text: list[str] = []  # with --workshop: what this session did to the text
+        self.rewritten: list[str] = []  # under an update: its rewrites and the quotes left
         self._recipe: list[Moved] | None = None  # the recipe's own readings that moved
 
     # -- collecting --------------------------------------------------------------------------
@@ -301,7 +302,7 @@ class Controller:
                 stale,
                 self.coverage(),
                 self.moved,
-                [line for line in self.text if line.startswith(("rewrote", "would", "left", " "))],
+                self.rewritten,
                 self.config.stash.get(UNCITED, {}),
             )
             atomic_write(s.claims_report, text)
@@ -323,8 +324,9 @@ class Controller:
         if self.settings.update and rewrites and not interrupted:
             text_rewrites.rewrite_documents(rewrites, self.config.rootpath)
             written = True
-        uncited = self.config.stash.get(UNCITED, {})
-        return text_rewrites.describe(rewrites, left, uncited, written)
+        self.rewritten = text_rewrites.describe_rewrites(rewrites, left, written)
+        uncited = self.config.stash.get(UNCITED, None) or {}
+        return self.rewritten + text_rewrites.describe_uncited(uncited)
 
     def _record_reference(self, computed_on: Platform) -> None:
         """A full update re-records every number: the reference is now the identity of the

@@ -246,13 +246,10 @@ def rewrite_documents(rewrites: Sequence[Rewrite], root: Path) -> list[Path]:
     return list(texts)
 
 
-def describe(
-    rewrites: Sequence[Rewrite],
-    left: Sequence[Left],
-    uncited: Mapping[str, Sequence[Uncited]],
-    written: bool,
+def describe_rewrites(
+    rewrites: Sequence[Rewrite], left: Sequence[Left], written: bool
 ) -> list[str]:
-    """What this session did to the workshop's text and found in it, for people."""
+    """What an update did to the text's quotes, and the quotes it left, for people."""
     out: list[str] = []
     if rewrites:
         documents = len({r.path for r in rewrites})
@@ -267,19 +264,21 @@ def describe(
         n = len(left)
         out.append(f"left {n} quote{'s' if n > 1 else ''} as written, on purpose:")
         out += [f"  {one.describe()}" for one in left]
+    return out
+
+
+def describe_uncited(uncited: Mapping[str, Sequence[Uncited]]) -> list[str]:
+    """How many numbers of each document cite no line, for people."""
     counted = {path: len(found) for path, found in uncited.items() if found}
     if counted:
-        out += [
+        return [
             f"{path}: {n} number{'s' if n > 1 else ''} cite{'s' if n == 1 else ''} no line"
             for path, n in counted.items()
-        ]
-        out.append(
+        ] + [
             "(the claims report lists them: cite a line, or end the sentence with "
             f"{NOTHING_CITED} if it cites nothing on purpose)"
-        )
-    elif uncited:
+        ]
+    if uncited:
         n = len(uncited)
-        out.append(
-            f"every number of the prose of its {n} document{'s' if n > 1 else ''} cites a line"
-        )
-    return out
+        return [f"every number of the prose of its {n} document{'s' if n > 1 else ''} cites a line"]
+    return []
