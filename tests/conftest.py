@@ -153,6 +153,36 @@ def _the_long_runs_start_with_the_session(request, shared_folder):
             _start_the_long_run_once(shared_folder, name)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """On xdist's workers (whose collection the controller deals out), the slow tier first:
+    those that wait for no long run, then those that do, then the rest. In collection order
+    the slow tests came last, one module's all together (the sweep's, 90 s), and ran on one
+    worker at the session's end while the other, out of tests, idled. First, and dealt one
+    at a time (`pytest_configure`), each goes to whichever worker is free, and the hundreds
+    of quick tests left for the end even out when the two finish. Within a tier the order is
+    kept (pytest-randomly's shuffle, when it runs). No test depends on the order; a session
+    in one process keeps it, since there it changes no time."""
+    if not hasattr(config, "workerinput"):
+        return
+
+    def tier(item):
+        slow = item.get_closest_marker("slow") is not None
+        waits = any(fixture in item.fixturenames for fixture, _ in LONG_RUNS.values())
+        return (not slow, waits)
+
+    items.sort(key=tier)
+
+
+def pytest_configure(config):
+    """xdist deals tests in chunks of consecutive ones, a quarter of a worker's share each at
+    first: the whole slow tier (`pytest_collection_modifyitems`) would go to one worker. One
+    at a time instead, to whichever worker is free (unless --maxschedchunk says otherwise):
+    a few hundred more messages between processes, milliseconds."""
+    if getattr(config.option, "maxschedchunk", 0) is None:
+        config.option.maxschedchunk = 1
+
+
 @pytest.fixture(scope="session")
 def cold_parallel_run(shared_folder):
     """The test session's one cold run of the whole suite on two workers (shuffled, seed 2):
