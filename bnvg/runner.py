@@ -98,6 +98,24 @@ def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def claims_command(
+    args: Sequence[str], *, outputs: Path, python: str, cache_dir: Path | None
+) -> list[str]:
+    """The command `run_claims` runs (see there), for a caller that starts it otherwise: in
+    the background, say, to read its outputs later."""
+    return [
+        python,
+        "-m",
+        "pytest",
+        "claims/",
+        *(["-p", "no:cacheprovider"] if cache_dir is None else ["-o", f"cache_dir={cache_dir}"]),
+        f"--results-log={outputs / 'results.log'}",
+        f"--diagrams={outputs / 'diagrams'}",
+        f"--record={outputs / 'record.json'}",
+        *args,
+    ]
+
+
 def run_claims(
     args: Sequence[str] = (),
     *,
@@ -116,19 +134,8 @@ def run_claims(
     `cache_dir` kept.
     """
     outputs.mkdir(parents=True, exist_ok=True)
-    command = [
-        python,
-        "-m",
-        "pytest",
-        "claims/",
-        *(["-p", "no:cacheprovider"] if cache_dir is None else ["-o", f"cache_dir={cache_dir}"]),
-        f"--results-log={outputs / 'results.log'}",
-        f"--diagrams={outputs / 'diagrams'}",
-        f"--record={outputs / 'record.json'}",
-        *args,
-    ]
     done = subprocess.run(
-        command,
+        claims_command(args, outputs=outputs, python=python, cache_dir=cache_dir),
         cwd=cwd,
         env=environment(env),
         capture_output=True,

@@ -16,9 +16,8 @@ import pytest
 # module, cannot be imported a second time in one process: so this session imports it before
 # any of them (the claims import torch only when they compute).
 import torch
-from filelock import FileLock
 
-from bnvg.runner import ClaimsRun, run_claims, scratch_copy
+from bnvg.runner import ClaimsRun, claims_command, environment, run_claims, scratch_copy
 
 pytest_plugins = ["pytester"]
 
@@ -57,7 +56,7 @@ def shared_folder(tmp_path_factory):
 
 
 def _saved_run(outputs):
-    """A finished claims run read back from its folder (`_save_run`)."""
+    """A finished run read back from its folder (`_start_once`)."""
     return ClaimsRun(
         int((outputs / "returncode").read_text()),
         (outputs / "stdout").read_text(),
@@ -66,81 +65,142 @@ def _saved_run(outputs):
     )
 
 
-def _save_run(run):
-    (run.outputs / "stdout").write_text(run.stdout)
-    (run.outputs / "stderr").write_text(run.stderr)
-    (run.outputs / "returncode").write_text(str(run.returncode))  # last: the run is complete
+def _start_once(folder, command, *, cwd, env):
+    """Starts `command` in `cwd`, in the background, unless a process of this test session
+    started it already; a shell writes what it printed (stdout, stderr) and, last, its exit
+    status (returncode) into `folder`, even after the xdist worker that started it has
+    ended. `_finished` waits for it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        os.close(os.open(folder / "started", os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        return
+    # The exit status last, and by a rename: its file says the process is done.
+    shell = (
+        'out="$0"; "$@" >"$out/stdout" 2>"$out/stderr"; '
+        'echo $? >"$out/returncode.tmp"; mv "$out/returncode.tmp" "$out/returncode"'
+    )
+    subprocess.Popen(
+        ["sh", "-c", shell, str(folder), *map(str, command)],
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+    )
 
 
-def _once_per_session(shared, name, start):
-    """The claims run `start(outputs)` starts, run once per test session into the shared
-    folder: by whichever xdist worker asks first, while the others wait for it and read its
-    folder."""
-    outputs = shared / name
-    with FileLock(str(shared / f"{name}.lock")):
-        if not (outputs / "returncode").exists():
-            _save_run(start(outputs))
-    run = _saved_run(outputs)
+def _finished(folder, what):
+    """The run `_start_once` started into `folder`, waited for; it must have passed."""
+    deadline = time.monotonic() + 900
+    while not (folder / "returncode").exists():
+        assert time.monotonic() < deadline, f"{what} did not end in 15 minutes"
+        time.sleep(0.2)
+    run = _saved_run(folder)
     assert run.returncode == 0, run.tail()
     return run
+
+
+# The session's long runs, each a process of its own that no test's outcome changes: as long
+# as they take, started when their first test comes (the cold serial run's comes last), they
+# would run alone at the session's end while the other xdist worker idles. So each starts as
+# the session's tests do, in the background, if the session has a test that reads it; its
+# fixture waits for it. Each: its folder under `shared_folder`, the fixture that reads it, and
+# how it starts (the command, its folder, its environment).
+def _cold_parallel(shared):
+    """The cold run of the whole suite on two workers (shuffled, seed 2), filling the
+    shared cache (`shared_cache`)."""
+    outputs = shared / "cold-parallel"
+    command = claims_command(
+        COLD_PARALLEL, outputs=outputs, python=sys.executable, cache_dir=shared / "cache"
+    )
+    return command, ROOT, environment()
+
+
+def _cold_serial(shared):
+    """The cold run in one process, shuffled another way (seed 1), with no cache and with
+    OMP_NUM_THREADS=8 set as a user might."""
+    outputs = shared / "cold-serial"
+    command = claims_command(COLD_SERIAL, outputs=outputs, python=sys.executable, cache_dir=None)
+    return command, ROOT, environment({"OMP_NUM_THREADS": "8"})
+
+
+def _script(shared):
+    """The workshop script as reference-log runs it (under the reference kernels, one
+    thread, in a scratch folder, with this Python)."""
+    return [REFERENCE_LOG], shared / "script", {**os.environ, "PYTHON": sys.executable}
+
+
+LONG_RUNS = {
+    "cold-parallel": ("cold_parallel_run", _cold_parallel),
+    "cold-serial": ("cold_serial_run", _cold_serial),
+    "script": ("workshop_script_log", _script),
+}
+
+
+def _start_the_long_run_once(shared, name):
+    _, how = LONG_RUNS[name]
+    command, cwd, env = how(shared)
+    _start_once(shared / name, command, cwd=cwd, env=env)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _the_long_runs_start_with_the_session(request, shared_folder):
+    """Each long run this session's tests read starts as the session's tests do (see
+    `LONG_RUNS`); the script only if it is there (its fixture says why not otherwise)."""
+    for name, (fixture, _) in LONG_RUNS.items():
+        if name == "script" and not REFERENCE_LOG.exists():
+            continue
+        if any(fixture in item.fixturenames for item in request.session.items):
+            _start_the_long_run_once(shared_folder, name)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """On xdist's workers (whose collection the controller deals out), the slow tier first:
+    those that wait for no long run, then those that do, then the rest. In collection order
+    the slow tests came last, one module's all together (the sweep's, 90 s), and ran on one
+    worker at the session's end while the other, out of tests, idled. First, and dealt one
+    at a time (`pytest_configure`), each goes to whichever worker is free, and the hundreds
+    of quick tests left for the end even out when the two finish. Within a tier the order is
+    kept (pytest-randomly's shuffle, when it runs). No test depends on the order; a session
+    in one process keeps it, since there it changes no time."""
+    if not hasattr(config, "workerinput"):
+        return
+
+    def tier(item):
+        slow = item.get_closest_marker("slow") is not None
+        waits = any(fixture in item.fixturenames for fixture, _ in LONG_RUNS.values())
+        return (not slow, waits)
+
+    items.sort(key=tier)
+
+
+def pytest_configure(config):
+    """xdist deals tests in chunks of consecutive ones, a quarter of a worker's share each at
+    first: the whole slow tier (`pytest_collection_modifyitems`) would go to one worker. One
+    at a time instead, to whichever worker is free (unless --maxschedchunk says otherwise):
+    a few hundred more messages between processes, milliseconds."""
+    if getattr(config.option, "maxschedchunk", 0) is None:
+        config.option.maxschedchunk = 1
 
 
 @pytest.fixture(scope="session")
 def cold_parallel_run(shared_folder):
     """The test session's one cold run of the whole suite on two workers (shuffled, seed 2):
     it trains each network and draws each figure into the shared cache (`shared_cache`),
-    which every later whole run of this session that tests no cold behaviour reuses."""
-
-    def start(outputs):
-        cache = shared_folder / "cache"
-        return run_claims(COLD_PARALLEL, cwd=ROOT, outputs=outputs, cache_dir=cache, timeout=900)
-
-    return _once_per_session(shared_folder, "cold-parallel", start)
+    which every later whole run of this session that tests no cold behaviour reuses. It
+    starts with the session (`LONG_RUNS`); this waits for it."""
+    _start_the_long_run_once(shared_folder, "cold-parallel")
+    return _finished(shared_folder / "cold-parallel", "the cold parallel run")
 
 
 @pytest.fixture(scope="session")
 def cold_serial_run(shared_folder):
     """The test session's cold run in one process, shuffled another way (seed 1), with
     OMP_NUM_THREADS=8 set as a user might: beside the parallel run, what the log must not
-    depend on. It uses no cache, so it trains every network itself."""
-
-    def start(outputs):
-        env = {"OMP_NUM_THREADS": "8"}
-        return run_claims(COLD_SERIAL, cwd=ROOT, outputs=outputs, env=env, timeout=900)
-
-    return _once_per_session(shared_folder, "cold-serial", start)
-
-
-def _start_the_script_once(folder):
-    """Starts the workshop script as reference-log runs it (under the reference kernels, one
-    thread, in a scratch folder, with this Python), unless a process of this test session
-    started it already; a shell writes what it printed and, last, its exit status into
-    `folder`, as `_save_run` lays out a finished run, even after the xdist worker that
-    started it has ended."""
-    folder.mkdir(parents=True, exist_ok=True)
-    try:
-        os.close(os.open(folder / "started", os.O_CREAT | os.O_EXCL))
-    except FileExistsError:
-        return
-    # The exit status last, and by a rename: its file says the script is done.
-    shell = '"$0" >stdout 2>stderr; echo $? >returncode.tmp; mv returncode.tmp returncode'
-    subprocess.Popen(
-        ["sh", "-c", shell, str(REFERENCE_LOG)],
-        cwd=folder,
-        env={**os.environ, "PYTHON": sys.executable},
-        start_new_session=True,
-    )
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _the_script_starts_with_the_session(request, shared_folder):
-    """When the session runs the script's test, the script starts as the session's tests do,
-    in the background: as long as the script takes, started when its test comes (last), it
-    would run alone at the session's end while the other xdist worker idles."""
-    if REFERENCE_LOG.exists() and any(
-        "workshop_script_log" in item.fixturenames for item in request.session.items
-    ):
-        _start_the_script_once(shared_folder / "script")
+    depend on. It uses no cache, so it trains every network itself. It starts with the
+    session (`LONG_RUNS`); this waits for it."""
+    _start_the_long_run_once(shared_folder, "cold-serial")
+    return _finished(shared_folder / "cold-serial", "the cold serial run")
 
 
 def _without_the_script():
@@ -163,15 +223,9 @@ def workshop_script_log(shared_folder):
             f"{absent}: without the workshop script, the README's promise that "
             "captures/results.log is its log, byte for byte, goes unchecked"
         )
-    folder = shared_folder / "script"
-    _start_the_script_once(folder)
-    deadline = time.monotonic() + 900
-    while not (folder / "returncode").exists():
-        assert time.monotonic() < deadline, "the workshop script did not end in 15 minutes"
-        time.sleep(0.2)
-    run = _saved_run(folder)  # reference-log prints the path of the log it wrote
-    assert run.returncode == 0, run.tail()
-    return Path(run.stdout.strip()).read_bytes()
+    _start_the_long_run_once(shared_folder, "script")
+    run = _finished(shared_folder / "script", "the workshop script")
+    return Path(run.stdout.strip()).read_bytes()  # reference-log prints the log's path
 
 
 @pytest.fixture(scope="session")
