@@ -266,6 +266,24 @@ def test_only_a_run_of_the_claims_alone_counts_as_one_a_warm_cache_runs_in_one_p
     assert not only_claims(pytester.parseconfig("tests"))
 
 
+def test_a_selection_of_the_projects_own_tests_still_gets_a_worker_per_core(pytester):
+    """`-k`/`-m` narrow the claims to a few networks, which one process trains fastest; the
+    project's tier `pytest tests/ -m "not slow"` is hundreds of tests, spread over every
+    core like any full run (None: xdist's own count)."""
+    from bnvg.plugin.options import pytest_xdist_auto_num_workers
+
+    (pytester.path / "claims").mkdir()
+    (pytester.path / "tests").mkdir()
+
+    def workers(*args):
+        return pytest_xdist_auto_num_workers(pytester.parseconfig("-p", "bnvg.plugin", *args))
+
+    assert workers("claims", "-k", "eval_bug") == 0
+    assert workers("claims", "tests", "-m", "not slow") == 0
+    assert workers("tests", "-m", "not slow") is None
+    assert workers("tests", "-k", "sweep") is None
+
+
 def test_a_figures_title_is_asserted_as_stated_and_a_part_that_holds_sometimes_is_named(
     pytester,
 ):

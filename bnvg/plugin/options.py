@@ -575,16 +575,19 @@ def narrowed(config: pytest.Config) -> bool:
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """`-n auto` runs a full suite on every core, but a narrowed selection in this one
-    process: `-k`, `-m`, a test file or a node id needs a few claims, and starting workers
-    (each importing torch) would cost more than it saves. PYTEST_XDIST_AUTO_NUM_WORKERS
-    still decides when set."""
+    """`-n auto` runs a full suite on every core, but a narrowed selection of claims in this
+    one process: `-k`, `-m`, a test file or a node id needs a few claims, and starting
+    workers (each importing torch) would cost more than it saves. A selection of the
+    project's own tests (`pytest tests/ -m "not slow"`) still uses every core.
+    PYTEST_XDIST_AUTO_NUM_WORKERS still decides when set."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
     # Citations read the whole log, so --workshop runs in one process too; and when pytest's
     # cache holds every trained run, the claims leave nothing worth a second process (other
     # tests beside them, such as the project's own, still use every core).
-    if narrowed(config) or _workshop(config) is not None:
+    if _workshop(config) is not None:
+        return 0
+    if narrowed(config) and runs_claims(config):
         return 0
     if only_claims(config) and all_runs_stored(config):
         return 0
