@@ -1,6 +1,6 @@
 """Benchmark: the claims against the workshop script, timed back to back on one machine.
 
-    .venv/bin/python bench/run.py [--script ../shared/seed/experiment.py] [--rounds 3]
+    .venv/bin/python bench/run.py [--script ../shared/seed/experiment.py] [--rounds 3] [--suite]
 
 Each round runs, one after the other,
   the workshop script (a copy made in a scratch folder, one thread, under the reference
@@ -9,6 +9,9 @@ Each round runs, one after the other,
                                   and warm (reusing the runs and drawings a first run kept),
   `pytest claims/ -k eval_bug`    cold and warm (one claim's worth),
   `pytest claims/ --workshop DIR` warm (the author's loop: one changed sentence, checked),
+  and with --suite `pytest claims/ tests/` (the README's second command, in this checkout,
+                                  after its first: the claims warm, the project's tests
+                                  training what they test),
 the claims started as the project's tests start them (`bnvg.runner.run_claims`), writing into
 a scratch folder, and each checked by its session record: a failed run is no timing, and a
 warm run that trained anything is refused.
@@ -57,6 +60,7 @@ LABELS = {
     "pytest claims/ -k eval_bug (cold)": "`pytest claims/ -k eval_bug`, cold",
     "pytest claims/ -k eval_bug (warm)": "`pytest claims/ -k eval_bug`, warm",
     "pytest claims/ --workshop DIR (warm)": "`pytest claims/ --workshop DIR`, warm",
+    "pytest claims/ tests/": "`pytest claims/ tests/`, the whole suite (claims warm)",
 }
 DEPTHS = (4, 8, 16, 32)
 
@@ -88,9 +92,10 @@ After 4000 steps at lr 0.5 the plain net still scores 51.5% (line 65).
 """
 
 
-def commands(script: Path, scratch: Path) -> dict[str, Callable[[], None]]:
-    """The commands, each writing only into `scratch`. "cold" runs use no pytest cache and
-    train and draw everything; "warm" runs reuse a cache that a first run filled."""
+def commands(script: Path, scratch: Path, suite: bool) -> dict[str, Callable[[], None]]:
+    """The commands, each writing only into `scratch` (but the whole suite, which runs as a
+    contributor runs it, in this checkout). "cold" runs use no pytest cache and train and
+    draw everything; "warm" runs reuse a cache that a first run filled."""
     workshop = scratch / "script" / "workshop"
     workshop.mkdir(parents=True)
     shutil.copy(script, workshop / "experiment.py")
@@ -127,8 +132,21 @@ def commands(script: Path, scratch: Path) -> dict[str, Callable[[], None]]:
 
         return run
 
+    def the_whole_suite() -> None:
+        # The README's second command as typed: its claims reuse this checkout's pytest
+        # cache (warm after the round-0 run), and it writes only obtained/ and scratch folders.
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "claims/", "tests/", "-q"],
+            cwd=ROOT,
+            env=environment(),
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"pytest claims/ tests/ failed:\n{done.stdout[-3000:]}")
+
     claims(warm=True, filling=True)()  # fill the cache the warm runs reuse
-    return {
+    timed_commands = {
         "workshop script": the_script,
         "pytest claims/ (cold)": claims(warm=False),
         "pytest claims/ (warm)": claims(warm=True),
@@ -136,6 +154,9 @@ def commands(script: Path, scratch: Path) -> dict[str, Callable[[], None]]:
         "pytest claims/ -k eval_bug (warm)": claims("-k", "eval_bug", warm=True),
         "pytest claims/ --workshop DIR (warm)": claims(f"--workshop={text}", warm=True),
     }
+    if suite:
+        timed_commands["pytest claims/ tests/"] = the_whole_suite
+    return timed_commands
 
 
 def seconds_per_1000_steps(depth: int, norm: str) -> float:
@@ -223,6 +244,11 @@ def main() -> None:
         "--skip-scaling", action="store_true", help="leave out the seconds-per-1000-steps table"
     )
     parser.add_argument(
+        "--suite",
+        action="store_true",
+        help="also time the whole suite, `pytest claims/ tests/` (minutes a round)",
+    )
+    parser.add_argument(
         "--write-docs",
         action="store_true",
         help=f"write the tables into {SPEED_PAGE.relative_to(ROOT)}, between its markers",
@@ -238,7 +264,7 @@ def main() -> None:
         f"{platform.processor() or platform.platform()} | python {platform.python_version()}"
     )
     with tempfile.TemporaryDirectory() as tmp:
-        cmds = commands(args.script, Path(tmp))
+        cmds = commands(args.script, Path(tmp), args.suite)
         width = max(map(len, cmds))  # so the columns line up under the longest command
         results: dict[str, list[Timing]] = {name: [] for name in cmds}
         for round_no in range(args.rounds + 1):  # round 0 warms caches and is not counted
