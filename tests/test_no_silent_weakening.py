@@ -331,3 +331,52 @@ def test_a_record_that_cannot_be_read_is_a_usage_error(outputs, capsys):
     (outputs / "record.json").write_text("{")
     assert main([str(outputs)]) == USAGE
     assert f"cannot read the session record {outputs / 'record.json'}" in capsys.readouterr().err
+
+
+# -- the workshop script's log, kept per environment ----------------------------------------
+# A stand-in for ../shared/tools/reference-log: counts its runs beside itself, writes a log
+# and prints its path, as the real one does.
+FAKE_REFERENCE_LOG = """#!/bin/sh
+echo run >> "$(dirname "$0")/runs"
+out="$(mktemp -d)/results.log"
+echo "the log" > "$out"
+echo "$out"
+"""
+
+
+def test_the_script_log_is_kept_for_its_environment_and_computed_again_when_asked(
+    pytester, monkeypatch
+):
+    """The byte-identity test reads the script's log from pytest's cache when everything it
+    is computed from is unchanged; another script, another kernel variable or --recompute
+    runs the script again."""
+    project, shared = pytester.mkdir("project"), pytester.path / "shared"
+    (shared / "tools").mkdir(parents=True)
+    (shared / "seed").mkdir()
+    script = shared / "seed" / "experiment.py"
+    script.write_text("print('the workshop')\n")
+    fake = shared / "tools" / "reference-log"
+    fake.write_text(FAKE_REFERENCE_LOG)
+    fake.chmod(0o755)
+    tests = project / "tests"
+    tests.mkdir()
+    shutil.copy(Path(__file__).with_name("conftest.py"), tests / "conftest.py")
+    (tests / "test_log.py").write_text(
+        "def test_the_script_log(workshop_script_log):\n"
+        "    assert workshop_script_log == b'the log\\n'\n"
+    )
+    monkeypatch.chdir(project)
+
+    def runs_after(*args):
+        pytester.runpytest_inprocess("tests", "-p", "no:randomly", *args).assert_outcomes(passed=1)
+        return (shared / "tools" / "runs").read_text().count("run")
+
+    assert runs_after() == 1
+    assert runs_after() == 1  # kept
+    script.write_text("print('the workshop, edited')\n")
+    assert runs_after() == 2
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")
+    assert runs_after() == 3
+    assert runs_after() == 3
+    assert runs_after("-p", "bnvg.plugin", "--recompute") == 4
+    assert runs_after("-p", "no:cacheprovider") == 5
