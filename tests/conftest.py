@@ -1,6 +1,5 @@
 """The project's own tests: the library's contracts, and the plugin's behaviour via pytester."""
 
-import hashlib
 import importlib
 import importlib.metadata
 import json
@@ -162,29 +161,29 @@ KERNEL_VARIABLES = ("ATEN_", "MKL_", "ONEDNN_", "DNNL_", "NPY_", "OMP_", "KMP_",
 def _script_inputs_key():
     """A digest of what the script's log is computed from (see `SCRIPT_LOGS`)."""
     from bnvg.experiment.platform import cpu, cpu_flags
+    from bnvg.store import digest
 
     packages = sorted(
         f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions()
     )
     variables = sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith(KERNEL_VARIABLES))
-    digest = hashlib.sha256()
-    for part in (
+    return digest(
         REFERENCE_LOG.read_bytes(),
         SCRIPT.read_bytes(),
-        sys.version.encode(),
-        sys.executable.encode(),
-        "\n".join(packages).encode(),
-        "\n".join(variables).encode(),
-        cpu().encode(),
-        cpu_flags().encode(),
-    ):
-        digest.update(hashlib.sha256(part).digest())
-    return digest.hexdigest()[:32]
+        sys.version,
+        sys.executable,
+        "\n".join(packages),
+        "\n".join(variables),
+        cpu(),
+        cpu_flags(),
+    )[:32]
 
 
-def _kept_script_log(config):
+@pytest.fixture(scope="session")
+def _kept_script_log(request):
     """Where this environment's script log is kept in pytest's cache, or None: no cache
     (`-p no:cacheprovider`), no script, or a session told to compute everything again."""
+    config = request.config
     cache = getattr(config, "cache", None)
     recompute = config.getoption("bnvg_recompute", False) or config.getoption(
         "bnvg_strict_numbers", False
@@ -195,13 +194,13 @@ def _kept_script_log(config):
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _the_long_runs_start_with_the_session(request, shared_folder):
+def _the_long_runs_start_with_the_session(request, shared_folder, _kept_script_log):
     """Each long run this session's tests read starts as the session's tests do (see
     `LONG_RUNS`); the script only if it is there (its fixture says why not otherwise) and
     its log is not kept already (`SCRIPT_LOGS`)."""
     for name, (fixture, _) in LONG_RUNS.items():
         if name == "script":
-            kept = _kept_script_log(request.config)
+            kept = _kept_script_log
             if not REFERENCE_LOG.exists() or (kept is not None and kept.is_file()):
                 continue
         if any(fixture in item.fixturenames for item in request.session.items):
@@ -269,7 +268,7 @@ def _without_the_script():
 
 
 @pytest.fixture(scope="session")
-def workshop_script_log(request, shared_folder):
+def workshop_script_log(shared_folder, _kept_script_log):
     """The log the workshop script wrote in this environment: kept from an earlier session
     (`SCRIPT_LOGS`), or run now and waited for. Without ../shared beside the project there
     is no script: a skip locally, a failure under CI (`missing`), since the README promises
@@ -280,16 +279,17 @@ def workshop_script_log(request, shared_folder):
             f"{absent}: without the workshop script, the README's promise that "
             "captures/results.log is its log, byte for byte, goes unchecked"
         )
-    kept = _kept_script_log(request.config)
+    kept = _kept_script_log
     if kept is not None and kept.is_file():
         return kept.read_bytes()
     _start_the_long_run_once(shared_folder, "script")
     run = _finished(shared_folder / "script", "the workshop script")
     log = Path(run.stdout.strip()).read_bytes()  # reference-log prints the log's path
     if kept is not None:
-        from bnvg.store import atomic_write
+        from bnvg.store import replacing
 
-        atomic_write(kept, log.decode())
+        with replacing(kept) as tmp:  # the bytes as the script wrote them, whole or not at all
+            tmp.write_bytes(log)
     return log
 
 
