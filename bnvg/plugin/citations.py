@@ -99,9 +99,10 @@ class CitationItem(pytest.Item):
             n: [log.lines[m] for m in context_of(n)] for n in self.citation.lines if n in log.lines
         }
         citation, table = self.citation, fragility(self.config)
+        problems: list[str] = []  # under an update: the quotes the new values no longer bear out
         if settings(self.config).update:
             planned = plan(citation, controller.moved, log.lines, table)
-            citation = planned.citation
+            citation, problems = planned.citation, planned.problems
             for rewrite in planned.rewrites:
                 channel(self).append((REWRITE, rewrite.to_json()))
             for left in planned.left:
@@ -112,8 +113,8 @@ class CitationItem(pytest.Item):
             channel(self).append((DRIFT, f"{where} {drift}"))
         for note in verdict.notes:
             channel(self).append((NOTE, f"{where} {note}"))
-        if verdict.problems:
-            raise CitationError("\n".join(verdict.problems))
+        if problems or verdict.problems:
+            raise CitationError("\n".join(problems + verdict.problems))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, CitationError):

@@ -773,7 +773,8 @@ NOTE = "bnvg note"  # how a cited lesson holds over other seeds (a citation's, n
 CITED = "bnvg cited"  # the log lines a citation names
 CITATION = "bnvg citation"  # set by a citation of the workshop's text, not a claim
 REWRITE = "bnvg rewrite"  # under an update: a quote of the text rewritten (Rewrite as JSON)
-LEFT = "bnvg left"  # under an update: a quote deliberately not rewritten, and why (Left as JSON)
+# Under an update: a quote not rewritten, and why: on purpose, or no longer true (Left as JSON).
+LEFT = "bnvg left"
 
 
 def owned_keys(item: pytest.Item) -> tuple[str, ...]:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field, replace
 
 from bnvg.evidence.fragility import ROBUST, Fragility, ReadingEvidence, Seen, version_key
 from bnvg.evidence.verdicts import status_of
-from bnvg.log.readings import Reading
+from bnvg.log.readings import Bound, Reading
 from bnvg.text.prose import Paragraph, paragraphs
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
@@ -90,37 +90,38 @@ _AFTER = (
 )
 
 
-# Words that make the number after them a bound, not a value: "by step 100", "within 10x",
-# "at least 90%", "under 0.02", "more than 1000x", "reaches 90%" (a bar crossed). docs/authoring.md
-# lists them.
-BOUND_WORDS = (
-    "by",
-    "within",
-    "at least",
-    "at most",
-    "no more than",
-    "no less than",
-    "more than",
-    "less than",
-    "fewer than",
-    "under",
-    "below",
-    "above",
-    "over",
-    "up to",
-    "reach",
-    "reaches",
-    "reached",
-    "reaching",
-    "<",
-    ">",
-    "<=",
-    ">=",
-    "\u2264",
-    "\u2265",
-)
+# Words that make the number after them a bound, not a value, each with the bound it words
+# (`bnvg.log.readings.Bound`): "by step 100" (at most 100), "within 10x", "at least 90%",
+# "under 0.02" (below), "more than 1000x" (above), "reaches 90%" (a bar crossed: at least).
+# docs/authoring.md lists them.
+BOUND_WORDS: Mapping[str, str] = {
+    "by": "<=",
+    "within": "<=",
+    "at least": ">=",
+    "at most": "<=",
+    "no more than": "<=",
+    "no less than": ">=",
+    "more than": ">",
+    "less than": "<",
+    "fewer than": "<",
+    "under": "<",
+    "below": "<",
+    "above": ">",
+    "over": ">",
+    "up to": "<=",
+    "reach": ">=",
+    "reaches": ">=",
+    "reached": ">=",
+    "reaching": ">=",
+    "<": "<",
+    ">": ">",
+    "<=": "<=",
+    ">=": ">=",
+    "\u2264": "<=",
+    "\u2265": ">=",
+}
 _BOUND_BEFORE = re.compile(
-    r"(?:^|(?<=[\s(]))(?:"
+    r"(?:^|(?<=[\s(]))(?P<word>"
     + "|".join(re.escape(word) for word in sorted(BOUND_WORDS, key=len, reverse=True))
     + r")\s*(?:steps?\s+)?$",
     re.I,
@@ -130,6 +131,13 @@ _BOUND_BEFORE = re.compile(
 def words_a_bound(before: str) -> bool:
     """Whether the words just before a quoted number make it a bound ("by step 100")."""
     return bool(_BOUND_BEFORE.search(before))
+
+
+def bound_worded(before: str, quoted: str) -> Bound | None:
+    """The bound the words just before a quoted number make it ("by step 100": at most 100),
+    or None where they make it a value."""
+    found = _BOUND_BEFORE.search(before)
+    return None if found is None else Bound(BOUND_WORDS[found["word"].lower()], float(quoted))
 
 
 # Words before a percentage that make it a measured result, never the 90% bar: "ends at".
@@ -157,7 +165,8 @@ class Quote:
     text: str
     kind: str | None = None
     ends: tuple[str, str] | None = None
-    bound: bool = False  # the sentence words it as a bound ("by step 100", "at least 90%")
+    # The bound the sentence words it as ("by step 100": at most 100), or None for a value.
+    bound: Bound | None = None
     offset: int = 0  # in its paragraph, until placed
     end_offsets: tuple[int, int] | None = None
     where: tuple[tuple[int, int], ...] = ()
@@ -256,7 +265,7 @@ def _quotes(sentence: str, cites: Sequence[re.Match[str]], at: int) -> list[list
         before = sentence[: q.start()]
         kind = kind_said(before, sentence[q.end() :])
         numbers[belongs(q.end())].append(
-            Quote(q.group(0), kind, bound=words_a_bound(before), offset=at + q.start())
+            Quote(q.group(0), kind, bound=bound_worded(before, q.group(0)), offset=at + q.start())
         )
     return numbers
 
@@ -326,7 +335,7 @@ def _evidence_says(evidence: ReadingEvidence | None, quote: Quote, sentence: str
     16, or a 16 of 40, is no count of it)."""
     if evidence is None or evidence.bound is None:
         return False
-    if quote.bound and rounds_to(quote.text, float(evidence.bound.threshold)):
+    if quote.bound is not None and rounds_to(quote.text, float(evidence.bound.threshold)):
         return True
     counts = {evidence.holds_in(g) for g in ("sampler", "init", "seeds", "platforms")}
     pairs = {(int(k), int(n)) for k, n in K_OF_N.findall(sentence)}
@@ -337,7 +346,11 @@ def _bound_says(reading: Reading, quote: Quote) -> bool:
     """The quote states the bound the reading's claim verified this session, where the
     sentence words it as a bound ("reaches 90% by step 100", "under 0.02")."""
     bound = reading.bound
-    return quote.bound and bound is not None and rounds_to(quote.text, float(bound.threshold))
+    return (
+        quote.bound is not None
+        and bound is not None
+        and rounds_to(quote.text, float(bound.threshold))
+    )
 
 
 @dataclass(frozen=True)
