@@ -428,11 +428,3 @@ def test_the_worked_example_has_every_format_and_every_citation_form_the_readme_
     assert any(NOTHING_CITED in source for source, _ in found) or any(
         NOTHING_CITED in p.source for d in folder.iterdir() for p in passages(d)
     )
-
-
-def test_a_notebook_that_cannot_be_read_is_a_collection_error_naming_it(s5_project):
-    (s5_project.path / "text").mkdir()
-    (s5_project.path / "text" / "broken.ipynb").write_text('{"cells": [')
-    result = run(s5_project)
-    result.assert_outcomes(errors=1)  # pytest stops on a collection error, as for any file
-    result.stdout.fnmatch_lines(["*text/broken.ipynb: not a Jupyter notebook nbformat can read: *"])

@@ -13,10 +13,17 @@ the update's transaction. A normal run never writes the text.
 
 Collecting a document also lists the numbers of its prose that cite no line
 (`bnvg.text.uncited`), for the summary and the claims report.
+
+A document that cannot be read (not UTF-8, a notebook nbformat rejects, a link to nothing) and
+a link the text does not follow (a loop, a link out of the folder) is one failed item,
+`module.ipynb::read`, saying why in one line: not a collection error, which would stop pytest
+before any claim ran. The claims and every other document still run, and nothing of it is
+read, recursed into or written.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -38,27 +45,82 @@ from bnvg.plugin.options import (
 )
 from bnvg.store import relative
 from bnvg.text.citations import Citation, check, find_citations
-from bnvg.text.documents import UnreadableDocument, is_text, passages
+from bnvg.text.documents import UnreadableDocument, is_text, passages, why_not_followed
 from bnvg.text.rewrites import plan
 from bnvg.text.uncited import uncited_numbers
 
 
+def text_folder(config: pytest.Config) -> Path | None:
+    """The folder of the workshop's text (--workshop), absolute as pytest names the paths it
+    collects, or None. Its links are not resolved: where each leads is judged on its own."""
+    workshop = settings(config).workshop_text
+    if workshop is None:
+        return None
+    return Path(os.path.abspath(config.invocation_params.dir / workshop))
+
+
+def _within(path: Path, config: pytest.Config) -> Path | None:
+    """The text's folder, if `path` lies in it as pytest walks it (links not followed)."""
+    folder = text_folder(config)
+    return folder if folder is not None and (path == folder or folder in path.parents) else None
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    workshop = settings(parent.config).workshop_text
-    if workshop and is_text(file_path) and workshop.resolve() in file_path.resolve().parents:
-        return TextFile.from_parent(parent, path=file_path)
-    return None
+    folder = _within(file_path, parent.config)
+    if folder is None or not is_text(file_path):
+        return None
+    if file_path.is_symlink() and why_not_followed(file_path, folder) is None:
+        # A second name of a document of the text, which is collected by its own: read
+        # twice, its quotes would be checked twice and rewritten twice.
+        return None
+    return TextFile.from_parent(parent, path=file_path)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """A folder of the text is a `TextFolder`; a link to a folder that the text does not follow
+    (a loop, or out of the folder) is a `TextFile` that fails, never recursed into: pytest
+    would follow a loop about forty levels down, collecting the text again at each."""
+    folder = _within(path, parent.config)
+    if folder is None:
+        return None
+    if why_not_followed(path, folder) is not None:
+        return TextFile.from_parent(parent, path=path)
+    return TextFolder.from_parent(parent, path=path)
+
+
+class TextFolder(pytest.Directory):
+    """A folder of the workshop's text, collected as pytest's own `Dir` collects a folder (each
+    entry in name order, through the same hooks), and also each link to nothing that is named
+    as a document: `Dir` passes over what is neither a file nor a folder, and a document the
+    text lost would otherwise check nothing, without a word."""
+
+    def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
+        ihook, session = self.ihook, self.session
+        for path in sorted(self.path.iterdir()):
+            given = session.isinitpath(path, with_parents=path.is_dir())
+            if not given and ihook.pytest_ignore_collect(collection_path=path, config=self.config):
+                continue
+            if path.is_dir():
+                folder = ihook.pytest_collect_directory(path=path, parent=self)
+                if folder is not None:
+                    yield folder
+            elif path.is_file():
+                yield from ihook.pytest_collect_file(file_path=path, parent=self)
+            elif path.is_symlink() and is_text(path):  # a link to nothing, or to itself
+                yield TextFile.from_parent(self, path=path)
 
 
 class TextFile(pytest.File):
     """A document of the workshop's text: one test per citation of the log."""
 
     def collect(self) -> Iterable[pytest.Item]:
-        shown = relative(self.path, self.config.rootpath)
         try:
-            found = passages(self.path)
+            found = passages(self.path, within=text_folder(self.config))
         except UnreadableDocument as error:
-            raise self.CollectError(str(error)) from None
+            yield UnreadableItem.from_parent(self, name="read", reason=error.reason)
+            return
+        shown = relative(self.path, self.config.rootpath)
         uncited = self.config.stash.setdefault(UNCITED, {})
         uncited[shown] = []
         seen: dict[str, int] = {}
@@ -73,6 +135,34 @@ class TextFile(pytest.File):
                 yield CitationItem.from_parent(
                     self, name=name + (f" ({n})" if n > 1 else ""), citation=citation
                 )
+
+
+class UnreadableItem(pytest.Item):
+    """A document of the text that cannot be read, or a link the text does not follow: it
+    fails alone, saying why in one line (the reason is the author's to act on; a traceback
+    would only show where bnvg noticed)."""
+
+    def __init__(self, *, reason: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.reason = reason
+        channel(self).append((CITATION, True))  # the text's, so no claim of the log
+
+    @property
+    def shown(self) -> str:
+        """The document by the name it has in the text, relative to the rootdir: a link's own
+        name, not its target's (only the folder that holds it is resolved)."""
+        return str(Path(relative(self.path.parent, self.config.rootpath)) / self.path.name)
+
+    def runtest(self) -> None:
+        raise UnreadableDocument(self.path, self.reason)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, UnreadableDocument):
+            return f"{self.shown}: {self.reason}"
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.shown}, not read"
 
 
 class CitationError(Exception):
