@@ -3,6 +3,7 @@
     nox -s tests-3.12          # or tests-3.11, tests-3.13; `nox -l` lists them
     nox -s torch-2.15.0        # or torch-2.12.1, torch-2.14.1: that release's fragment
     nox -s arm64               # Linux arm64 (Neoverse N1 and V1), under QEMU's emulation
+    nox -s nbval               # the workshop's notebooks, their stored outputs checked by nbval
 
 Each session makes a fresh virtual environment with that Python, installs the project with
 its pinned dependencies (`pip install -e '.[dev]'`), then runs `pytest claims/` and
@@ -80,6 +81,34 @@ def tests(session: nox.Session) -> None:
     if expected:
         session.log(f"torch {torch}, not the reference's {reference}: {expected[0]}")
     session.run("python", "-m", "bnvg.runner", str(out), *expected)
+
+
+# nbval, the pytest plugin notebook authors check stored outputs with, and the kernel it runs.
+NBVAL = ["nbval==0.11.0", "ipykernel==7.4.0", "pytest==9.2.0"]
+
+
+@nox.session(python="3.11", default=False)
+def nbval(session: nox.Session) -> None:
+    """The workshop's notebooks as nbval sees them: each executed afresh, its stored outputs
+    compared with what it shows now (`nox -s nbval -- FOLDER` for another folder).
+
+    nbval lives here, never in the environment the claims run in: it is a pytest plugin, so
+    once installed every pytest start would import jupyter_client and zmq. The notebooks read
+    the record (captures/, diagrams/), so this environment needs no torch; the project's own
+    conftest.py and ini options (xdist's `-n auto`) belong to the claims, not to it."""
+    session.install(*NBVAL)
+    folders = session.posargs or ["workshop"]
+    session.run(
+        "pytest",
+        "--nbval",
+        "--nbval-current-env",
+        "--noconftest",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "addopts=",
+        *folders,
+    )
 
 
 def _installed_torch(session: nox.Session) -> str:

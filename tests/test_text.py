@@ -101,7 +101,8 @@ def notebook(*markdown, output="  factor 0.5: after 4 layers -> 6.25e-02\n"):
     cells.insert(
         1,
         new_code_cell(
-            "print(open('results.log').read())  # see line 7",
+            # It runs: a normal run executes the notebook to check what its outputs show.
+            f"print({output.rstrip(chr(10))!r})  # see line 7",
             outputs=[new_output("stream", name="stdout", text=output)],
             execution_count=3,
         ),
@@ -261,7 +262,9 @@ WRONG_LINE = "A factor of 0.25 leaves 9.54e-07 after 10 layers (line 160)."
 def test_each_format_fails_exactly_its_wrong_number_and_its_wrong_line(s5_project, suffix):
     s5_text(s5_project, suffix, RIGHT, WRONG_NUMBER, WRONG_LINE)
     result = run(s5_project)
-    result.assert_outcomes(passed=7, failed=2)  # 6 claims and the right citation
+    # 6 claims and the right citation; and a notebook's code cell, whose outputs still show
+    # what it prints.
+    result.assert_outcomes(passed=7 + (suffix == ".ipynb"), failed=2)
     at = {".md": "line {}", ".qmd": "line {}", ".ipynb": "cell {}, line 1"}[suffix]
     lines = {".md": (3, 5, 7), ".qmd": (9, 11, 13), ".ipynb": (3, 4, 5)}[suffix]
     failed = [line.split(" - ")[0] for line in result.outlines if line.startswith("FAILED ")]
@@ -317,7 +320,7 @@ def test_an_update_rewrites_the_quote_that_moved_and_a_second_update_changes_not
     report = (s5_project.path / "report.md").read_text()
     assert "## What the update did to the text" in report
     assert f"  {where}  7.25e-02 -> 6.25e-02 (log line 59, " in report
-    run(s5_project).assert_outcomes(passed=8)
+    run(s5_project).assert_outcomes(passed=8 + (suffix == ".ipynb"))  # and its code cell
     again = run(s5_project, "--snapshot-update")
     again.assert_outcomes(passed=8)
     assert "rewrote" not in again.stdout.str() and path.read_text() == before.replace(

@@ -8,8 +8,14 @@ notebook `module.ipynb::cell 3, line 2`.
 
 Under `--snapshot-update`, an item first plans what the update does to its citation
 (`bnvg.text.rewrites`): the quotes whose numbers moved are rewritten, and checked as
-rewritten; the controller writes the rewrites into the documents after the last item, inside
-the update's transaction. A normal run never writes the text.
+rewritten, and a quote the new value no longer bears out fails its citation; the controller
+writes the rewrites into the documents after the last item, inside the update's transaction.
+A normal run never writes the text.
+
+A notebook's code cells are items too, `module.ipynb::cell 3, outputs`: each checks that the
+cell's stored outputs still show what the notebook, executed afresh, shows now
+(`bnvg.text.outputs`). An update has no such items: once the record is written, the
+controller refreshes the outputs that moved, inside the same transaction.
 
 Collecting a document also lists the numbers of its prose that cite no line
 (`bnvg.text.uncited`), for the summary and the claims report.
@@ -44,6 +50,7 @@ from bnvg.plugin.options import (
     settings,
 )
 from bnvg.store import relative
+from bnvg.text import outputs
 from bnvg.text.citations import Citation, check, find_citations
 from bnvg.text.documents import UnreadableDocument, is_text, passages, why_not_followed
 from bnvg.text.rewrites import plan
@@ -135,6 +142,12 @@ class TextFile(pytest.File):
                 yield CitationItem.from_parent(
                     self, name=name + (f" ({n})" if n > 1 else ""), citation=citation
                 )
+        if self.path.suffix == ".ipynb" and not settings(self.config).update:
+            # What the notebook shows, checked cell by cell (an update refreshes it instead).
+            import nbformat
+
+            for number, _ in outputs.code_cells(nbformat.read(self.path, as_version=4)):
+                yield OutputsItem.from_parent(self, name=f"cell {number}, outputs", cell=number)
 
 
 class UnreadableItem(pytest.Item):
@@ -221,3 +234,53 @@ class CitationItem(pytest.Item):
             self.citation.md_line - 1,
             f"{self.citation.where}, citing results.log line{plural} {cited}",
         )
+
+
+# -- a notebook's stored outputs ------------------------------------------------------------
+EXECUTED = pytest.StashKey[object]()  # on a notebook's TextFile: its fresh execution, or why not
+
+
+class OutputsError(Exception):
+    """A code cell whose stored outputs show what it no longer shows."""
+
+
+class OutputsItem(pytest.Item):
+    """Checks one code cell's stored outputs against the notebook executed afresh, as nbval
+    does (`bnvg.text.outputs`). The notebook runs once, for its first cell's item; it reads
+    the record, so the stored outputs must show what the record says now. Under an update
+    there is no such item: the controller refreshes the outputs once the record is written."""
+
+    def __init__(self, *, cell: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.cell = cell
+
+    def _executed(self) -> object:
+        parent = self.parent
+        assert parent is not None
+        if EXECUTED not in parent.stash:
+            try:
+                parent.stash[EXECUTED] = outputs.execute(self.path)
+            except outputs.ExecutionFailed as error:
+                parent.stash[EXECUTED] = error
+        return parent.stash[EXECUTED]
+
+    def runtest(self) -> None:
+        import nbformat
+
+        fresh = self._executed()
+        if isinstance(fresh, outputs.ExecutionFailed):
+            raise OutputsError(f"the notebook did not run to its end: {fresh}")
+        stored = nbformat.read(self.path, as_version=4)
+        for difference in outputs.differences(stored, fresh):
+            if difference.cell == self.cell:
+                raise OutputsError(difference.describe())
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, OutputsError):
+            shown = relative(self.path, self.config.rootpath)
+            return f"{shown}, cell {self.cell}: {excinfo.value}"
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        shown = relative(self.path, self.config.rootpath)
+        return self.path, 0, f"{shown}, cell {self.cell}: its stored outputs, executed afresh"

@@ -72,8 +72,10 @@ from bnvg.plugin.outcomes import NOT_VERIFIED, ClaimOutcome, LogAssembly, assemb
 from bnvg.plugin.reports import render_claims_report
 from bnvg.runner import differing_figures, differing_lines, extra_figures
 from bnvg.store import COMPUTED, DAMAGED, REUSED, Event, atomic_write, relative
+from bnvg.text import outputs
 from bnvg.text import rewrites as text_rewrites
 from bnvg.text.citations import Coverage, coverage
+from bnvg.text.documents import text_files
 
 
 def is_complete_log(path: Path) -> bool:
@@ -325,8 +327,23 @@ class Controller:
             text_rewrites.rewrite_documents(rewrites, self.config.rootpath)
             written = True
         self.rewritten = text_rewrites.describe_rewrites(rewrites, left, written)
+        if self.settings.update and not interrupted:
+            self.rewritten += self._refresh_outputs(session)
         uncited = self.config.stash.get(UNCITED, None) or {}
         return self.rewritten + text_rewrites.describe_uncited(uncited)
+
+    def _refresh_outputs(self, session: pytest.Session) -> list[str]:
+        """Under an update, once the record is written and the quotes rewritten: execute each
+        notebook of the text and give the cells that now show otherwise their fresh outputs,
+        inside the update's transaction (`bnvg.text.outputs`). A notebook that does not run
+        is left as it was, named with its error, and fails the session."""
+        workshop = self.settings.workshop_text
+        assert workshop is not None
+        notebooks = [p for p in text_files(workshop) if p.suffix == ".ipynb"]
+        done = outputs.refresh_notebooks(notebooks, self.config.rootpath, write=True)
+        if done.not_executed:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        return done.describe(done=True)
 
     def _record_reference(self, computed_on: Platform) -> None:
         """A full update re-records every number: the reference is now the identity of the

@@ -4,8 +4,8 @@
   passage; what is not prose (code chunks, front matter) is hidden by `bnvg.text.prose`.
 - Jupyter notebooks (`.ipynb`): each Markdown cell is a passage, numbered as the notebook
   shows its cells (1-based, code cells counted). Notebooks are read and written with
-  nbformat, so a rewritten notebook is still valid; code cells and their outputs are never
-  touched.
+  nbformat, so a rewritten notebook is still valid; an edit never touches a code cell or
+  its outputs (what those show is `bnvg.text.outputs`'s).
 
 An `Edit` replaces one number where it stands (its line and column in its passage), and only
 if the text there is still the one it replaces: a file is rewritten whole or not at all.
