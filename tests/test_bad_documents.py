@@ -9,7 +9,7 @@ import os
 import pytest
 from nbformat.v4 import new_markdown_cell, new_notebook
 
-from bnvg.text.documents import text_files
+from bnvg.text.documents import UnreadableDocument, passages, text_files
 
 RIGHT = "A factor of 0.9 leaves 6.56e-01 after 4 layers (line 58)."
 WRONG = "A factor of 0.5 leaves 6.26e-02 after 4 layers (line 59)."  # fails, if ever read
@@ -132,10 +132,20 @@ def failed(result):
 
 
 @pytest.mark.parametrize("bad", BAD, ids=lambda bad: bad.__name__)
-def test_a_document_that_cannot_be_read_fails_alone_saying_which_and_why(s5_project, bad):
+def test_a_document_that_cannot_be_read_says_which_and_why_in_one_line(tmp_path, bad):
+    """What each bad document's failure says (the session test below runs them all at once:
+    each fails alone there, as its own item, while the rest runs)."""
+    (tmp_path / "text").mkdir()
+    shown, reason = bad(tmp_path)
+    with pytest.raises(UnreadableDocument) as caught:
+        passages(tmp_path / shown, within=tmp_path / "text")
+    assert caught.value.reason == reason and "\n" not in reason
+
+
+def test_one_bad_document_fails_alone_and_the_claims_and_the_other_documents_run(s5_project):
     root = s5_project.path
     good_document(root)
-    shown, reason = bad(root)
+    shown, reason = not_json(root)
     before = files(root)
     result = run(s5_project)
     result.assert_outcomes(passed=7, failed=1)  # the 6 claims and the good citation
@@ -205,3 +215,23 @@ def test_a_second_name_of_a_document_inside_the_folder_is_read_once_by_its_own(s
     result = run(s5_project)
     result.assert_outcomes(passed=7)  # 6 claims and module.md's one citation
     assert "alias.md" not in result.stdout.str()
+
+
+@pytest.mark.slow
+def test_beside_every_bad_document_the_59_claims_of_the_workshop_still_pass(
+    claims_here, shared_cache
+):
+    """The whole workshop, its networks reused from the test session's cold run: each bad
+    document fails alone, every claim passes, and the project is left as it was."""
+    root = claims_here.path
+    good_document(root)
+    bad_ones = sorted(f"{bad(root)[0]}::read" for bad in BAD)
+    before = files(root)
+    run = claims_here("out", "--workshop", "text", cache=shared_cache, passes=False)
+    outcomes = [c.outcome for c in run.record.claims.values()]
+    assert outcomes.count("passed") == 59 and "failed" not in outcomes
+    failed_items = [
+        line.split(" ")[1] for line in run.stdout.splitlines() if line.startswith("FAILED ")
+    ]
+    assert sorted(failed_items) == bad_ones
+    assert files(root) == before

@@ -194,10 +194,16 @@ def test_an_old_picture_of_a_figure_fails_and_the_update_shows_the_records(reade
     normal = run(reader_project)
     normal.assert_outcomes(passed=7, failed=1)
     normal.stdout.fnmatch_lines(
-        ["text/module.ipynb, cell 2: the stored output shows image/png a image/png picture *"]
+        [
+            "text/module.ipynb, cell 2: the stored output shows a picture (image/png, * base64 "
+            "characters); executed now it shows a picture (image/png, * base64 characters)"
+        ]
     )
     run(reader_project, "--snapshot-update").stdout.fnmatch_lines(
-        ["  text/module.ipynb, cell 2  a image/png picture * -> a image/png picture * (image)"]
+        [
+            "  text/module.ipynb, cell 2  a picture (image/png, * base64 characters) -> a picture "
+            "(image/png, * base64 characters) (image/png)"
+        ]
     )
     [cell] = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
     assert cell.outputs[0]["data"]["image/png"].replace("\n", "") == picture("geometric_decay.png")

@@ -60,10 +60,10 @@ class Shown:
         return not self.what.startswith(("image/", "application/pdf"))
 
     def describe(self) -> str:
-        """The content for a one-line message: text as written, a picture by its size."""
+        """For a one-line message: "stdout '... 51.5% ...'", or a picture by its size."""
         if self.is_text:
-            return repr(self.content)
-        return f"a {self.what} picture of {len(self.content)} base64 characters"
+            return f"{self.what} {self.content!r}"
+        return f"a picture ({self.what}, {len(self.content)} base64 characters)"
 
 
 def _joined(text: object) -> str:
@@ -114,19 +114,11 @@ class CellDifference:
     def describe(self) -> str:
         """ "stored stdout '... 51.5% ...', fresh stdout '... 48.5% ...'" on one line."""
         old, new = self.first_difference()
-        stored = f"{old.what} {old.describe()}" if old else "nothing more"
-        fresh = f"{new.what} {new.describe()}" if new else "nothing more"
+        stored = old.describe() if old else "nothing more"
+        fresh = new.describe() if new else "nothing more"
         moved = _words_moved(old.content, new.content) if old and new and old.is_text else None
         said = f"the stored output shows {stored}; executed now it shows {fresh}"
         return said + (f" ({moved})" if moved else "")
-
-    def change(self) -> tuple[str, str]:
-        """(old, new) as a one-line rewrite shows them: the text that moved, or the picture."""
-        old, new = self.first_difference()
-        return (
-            (old.describe() if old else "(no output)"),
-            (new.describe() if new else "(no output)"),
-        )
 
 
 class ExecutionFailed(Exception):
@@ -247,18 +239,22 @@ def _words_moved(old: str, new: str) -> str | None:
 
 @dataclass(frozen=True)
 class Refresh:
-    """One code cell given its fresh outputs: where, and what it shows now instead."""
+    """One code cell given its fresh outputs: where, and what it shows now instead (the
+    first thing it shows otherwise: a text, or a picture described by its size)."""
 
     path: str
     cell: int
-    what: str  # what changed first: "stdout", "text/plain", "image/png", ...
+    what: str  # "stdout", "text/plain", "image/png", ...
     old: str
     new: str
+    picture: bool = False
 
     def describe(self) -> str:
         """ "workshop/s6.ipynb, cell 3  0.6926 -> 0.6929, 51.5% -> 48.5% (stdout)" """
-        moved = _words_moved(self.old, self.new) if self.what != "image" else None
-        change = moved or f"{self.old} -> {self.new}"
+        if self.picture:
+            change = f"{self.old} -> {self.new}"
+        else:
+            change = _words_moved(self.old, self.new) or f"{self.old!r} -> {self.new!r}"
         return f"{self.path}, cell {self.cell}  {change} ({self.what})"
 
 
@@ -267,16 +263,11 @@ def refresh_of(path: str, difference: CellDifference) -> Refresh:
     old, new = difference.first_difference()
     what = (old or new or Shown("output", "")).what
     if (old is None or old.is_text) and (new is None or new.is_text):
-        return Refresh(
-            path, difference.cell, what, old.content if old else "", new.content if new else ""
-        )
-    return Refresh(
-        path,
-        difference.cell,
-        "image",
-        old.describe() if old else "(no output)",
-        new.describe() if new else "(no output)",
-    )
+        before, after = (old.content if old else ""), (new.content if new else "")
+        return Refresh(path, difference.cell, what, before, after)
+    before = old.describe() if old else "(no output)"
+    after = new.describe() if new else "(no output)"
+    return Refresh(path, difference.cell, what, before, after, picture=True)
 
 
 @dataclass
