@@ -49,12 +49,13 @@ def printed(text):
     return [new_output("stream", name="stdout", text=text)]
 
 
-def displayed(png):
+def displayed(png, count):
+    """What Jupyter stores of a displayed figure, the result of the cell run `count`th."""
     return [
         new_output(
             "execute_result",
             data={"image/png": png, "text/plain": "<IPython.core.display.Image object>"},
-            execution_count=2,
+            execution_count=count,
         )
     ]
 
@@ -147,21 +148,30 @@ def tree(project):
 
 
 @pytest.mark.slow
-def test_a_stored_output_of_an_old_log_line_fails_its_cell_and_the_update_refreshes_only_it(
+def test_outputs_that_show_an_old_log_line_or_an_old_picture_fail_their_cells_and_the_update_refreshes_only_them(
     reader_project,
 ):
     path = reader_project.path / "text" / "module.ipynb"
-    path.write_text(a_notebook((PRINT_59, printed(OLD_59)), ("print(2 + 2)", printed("4\n"))))
+    path.write_text(
+        a_notebook(
+            (PRINT_59, printed(OLD_59)),  # cell 2: the log line as it was
+            ("print(2 + 2)", printed("4\n")),  # cell 3: still shows what it shows
+            (SHOW_FIGURE, displayed(picture("bce_loss.png"), 3)),  # cell 4: another figure
+        )
+    )
     before = path.read_text()
     normal = run(reader_project)
-    normal.assert_outcomes(passed=8, failed=1)  # the claims, the citation, cell 3
+    normal.assert_outcomes(passed=8, failed=2)  # the claims, the citation, cell 3
     normal.stdout.fnmatch_lines(
         [
             "text/module.ipynb, cell 2: the stored output shows stdout '  factor 0.5: after 4 "
             "layers -> 7.25e-02, after 10 layers -> 9.77e-04\\n'; executed now it shows stdout "
             "'  factor 0.5: after 4 layers -> 6.25e-02, after 10 layers -> 9.77e-04\\n' "
             "(7.25e-02 -> 6.25e-02)",
+            "text/module.ipynb, cell 4: the stored output shows a picture (image/png, * base64 "
+            "characters); executed now it shows a picture (image/png, * base64 characters)",
             "FAILED text/module.ipynb::cell 2, outputs - *",
+            "FAILED text/module.ipynb::cell 4, outputs - *",
         ]
     )
     assert path.read_text() == before  # a normal run never writes the text
@@ -170,8 +180,10 @@ def test_a_stored_output_of_an_old_log_line_fails_its_cell_and_the_update_refres
     assert update.ret == pytest.ExitCode.OK
     update.stdout.fnmatch_lines(
         [
-            "refreshed the outputs of 1 cell that now shows otherwise, in 1 notebook:",
+            "refreshed the outputs of 2 cells that now show otherwise, in 1 notebook:",
             "  text/module.ipynb, cell 2  7.25e-02 -> 6.25e-02 (stdout)",
+            "  text/module.ipynb, cell 4  a picture (image/png, * base64 characters) -> a picture "
+            "(image/png, * base64 characters) (image/png)",
         ]
     )
     changed = [
@@ -179,35 +191,18 @@ def test_a_stored_output_of_an_old_log_line_fails_its_cell_and_the_update_refres
         for a, b in zip(before.splitlines(), path.read_text().splitlines(), strict=True)
         if a != b
     ]
-    assert changed == [(f"      {json.dumps(OLD_59)}", f"      {json.dumps(LINE_59)}")]
+    assert changed == [
+        (f"      {json.dumps(OLD_59)}", f"      {json.dumps(LINE_59)}"),
+        (
+            f'      "image/png": "{picture("bce_loss.png")}",',
+            f'      "image/png": "{picture("geometric_decay.png")}",',
+        ),
+    ]
 
     kept = tree(reader_project)
     again = run(reader_project, "--snapshot-update")
     assert "refreshed" not in again.stdout.str() and tree(reader_project) == kept
-    run(reader_project).assert_outcomes(passed=9)
-
-
-@pytest.mark.slow
-def test_an_old_picture_of_a_figure_fails_and_the_update_shows_the_records(reader_project):
-    path = reader_project.path / "text" / "module.ipynb"
-    path.write_text(a_notebook((SHOW_FIGURE, displayed(picture("bce_loss.png")))))
-    normal = run(reader_project)
-    normal.assert_outcomes(passed=7, failed=1)
-    normal.stdout.fnmatch_lines(
-        [
-            "text/module.ipynb, cell 2: the stored output shows a picture (image/png, * base64 "
-            "characters); executed now it shows a picture (image/png, * base64 characters)"
-        ]
-    )
-    run(reader_project, "--snapshot-update").stdout.fnmatch_lines(
-        [
-            "  text/module.ipynb, cell 2  a picture (image/png, * base64 characters) -> a picture "
-            "(image/png, * base64 characters) (image/png)"
-        ]
-    )
-    [cell] = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
-    assert cell.outputs[0]["data"]["image/png"].replace("\n", "") == picture("geometric_decay.png")
-    run(reader_project).assert_outcomes(passed=8)
+    run(reader_project).assert_outcomes(passed=10)
 
 
 @pytest.mark.slow
@@ -234,3 +229,45 @@ def test_a_notebook_that_does_not_run_fails_its_cells_and_the_update_leaves_it_n
         ]
     )
     assert path.read_text() == before
+
+
+@pytest.mark.slow
+def test_an_update_killed_while_refreshing_leaves_every_notebook_as_it_was(tmp_path, monkeypatch):
+    """The refreshes join the update's transaction: every notebook is executed before the
+    first is written, each is put in place by one rename, and a kill between two renames is
+    undone by the next session's recovery."""
+    from bnvg.places import Places
+    from bnvg.text.outputs import refresh_notebooks
+    from bnvg.transaction import Update
+
+    places = Places(tmp_path / "project")
+    places.root.mkdir()
+    text = tmp_path / "text"
+    text.mkdir()
+    notebooks = [text / "a.ipynb", text / "b.ipynb"]
+    for notebook in notebooks:
+        notebook.write_text(a_notebook(("print('new')", printed("old\n"))))
+    before = [n.read_text() for n in notebooks]
+    update = Update(places)
+    update.acquire()
+    update.begin(notebooks)
+    replace = __import__("os").replace
+    calls = []
+
+    def killed_on_the_second(source, target):
+        if calls:
+            raise KeyboardInterrupt  # as a kill between the two renames
+        calls.append(target)
+        replace(source, target)
+
+    monkeypatch.setattr("bnvg.store.os.replace", killed_on_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        refresh_notebooks(notebooks, tmp_path, write=True)
+    monkeypatch.undo()
+    update.release()
+    assert notebooks[0].read_text() == before[0].replace('"old\\n"', '"new\\n"')
+    assert notebooks[1].read_text() == before[1]
+    assert sorted(p.name for p in text.iterdir()) == ["a.ipynb", "b.ipynb"]  # none half written
+    said = Update(places).recover()
+    assert said is not None and "1 files restored" in said
+    assert [n.read_text() for n in notebooks] == before
