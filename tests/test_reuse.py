@@ -153,6 +153,10 @@ def test_editing_a_comment_of_the_training_code_trains_again_and_of_other_code_d
     eval_bug_py = project / "bnvg" / "experiment" / "eval_bug.py"
     eval_bug_py.write_text(eval_bug_py.read_text() + "# a comment\n")
     assert run("b").reused == ("plain",)
+    # S2's autograd check is a constant of the recipe no training reads: no network again.
+    config_py = project / "bnvg" / "experiment" / "config.py"
+    config_py.write_text(config_py.read_text().replace("= 2.0, 0.0  # S2", "= 1.5, 0.0  # S2"))
+    assert run("b2").reused == ("plain",)
     train_py = project / "bnvg" / "experiment" / "train.py"
     train_py.write_text(train_py.read_text() + "# a comment\n")
     assert run("c").trained == ("plain",)

@@ -104,6 +104,34 @@ def test_the_key_covers_the_code_the_recipe_the_spec_and_the_platform(tmp_path, 
     assert runs.run_key(RUNS["plain"], SHORT, where) != key
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "retrains"),
+    [
+        ("CHECK_LOGIT, CHECK_LABEL = 2.0, 0.0", "CHECK_LOGIT, CHECK_LABEL = 1.5, 0.0", False),
+        ("EVAL_BUG_BATCH = 2", "EVAL_BUG_BATCH = 4", False),
+        ("SATURATION_Z = 4.0", "SATURATION_Z = 5.0", False),
+        ("DECAY_DEPTHS = (4, 10)", "DECAY_DEPTHS = (4, 12)", False),
+        ('"""The workshop\'s constants', '# a comment\n"""The workshop\'s constants', False),
+        ("TARGET_PERCENT = 90", "TARGET_PERCENT = 80", True),  # what TARGET_ACCURACY reads
+        ("DEEP_DEPTH = 8", "DEEP_DEPTH = 9", True),  # runs.py builds the deep runs from it
+        ("steps: int = 4000", "steps: int = 3000", True),  # the recipe's code: its defaults
+        ("if not self.lr > 0:", "if not self.lr >= 0:", True),  # and its rules
+    ],
+)
+def test_the_recipe_counts_in_a_runs_key_by_what_training_reads_of_it(tmp_path, old, new, retrains):
+    """An edit of a constant no run reads (S2's autograd check, S9's batch) retrains no
+    network; one a run reads, or the recipe's code, retrains them all."""
+    import bnvg.experiment.runs as runs
+
+    copy = tmp_path / "experiment"
+    shutil.copytree(runs.EXPERIMENT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = runs.training_source(copy)
+    config = copy / "config.py"
+    assert old in config.read_text()
+    config.write_text(config.read_text().replace(old, new, 1))
+    assert (runs.training_source(copy) != before) is retrains
+
+
 def test_a_trained_network_is_handed_out_as_an_independent_copy():
     run = RunCache(SHORT).get("plain")
     net = run.network()

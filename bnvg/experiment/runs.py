@@ -13,7 +13,11 @@ in pytest's cache folder, or a folder the xdist workers of one session share), a
 is kept there under `run_key`, a digest of everything its numbers depend on:
 
 - the source of the experiment modules a run executes (`RUN_SOURCES`; a comment is enough to
-  change it: hashing files is simple and never misses a change that matters);
+  change it: hashing files is simple and never misses a change that matters). The recipe,
+  `config.py`, counts by what a run reads of it (`training_source`): its code (the classes,
+  their defaults and rules) and the constants a run's modules import, each by the statement
+  that sets it. A constant no run reads (S2's `CHECK_LOGIT`, S9's `EVAL_BUG_BATCH`) retrains
+  nothing;
 - the run's spec and the workshop's recipe, seeds included;
 - the platform (`bnvg.experiment.platform.Platform.cache_fields`): torch and numpy, the
   kernels they dispatch to, the thread count, the CPU and the Python.
@@ -31,6 +35,7 @@ controller).
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import os
@@ -45,7 +50,7 @@ from bnvg.experiment.config import DEEP_DEPTH, WORKSHOP, NetSpec, RunSpec, Works
 from bnvg.experiment.data import two_moons
 from bnvg.experiment.platform import THREADS, Platform, torch_facts
 from bnvg.experiment.results import History, TrainedRun
-from bnvg.store import COMPUTED, Entry, Event, Memo, Store, digest, source_digest
+from bnvg.store import COMPUTED, Entry, Event, Memo, Store, digest
 
 EXPERIMENT = Path(__file__).resolve().parent
 # The modules a training run executes; editing any other (the eval bug, the figures' data)
@@ -103,11 +108,101 @@ def run_named(name: str) -> RunSpec:
         ) from None
 
 
+RECIPE = "config.py"  # of RUN_SOURCES, the one whose constants count by value (`training_source`)
+RECIPE_MODULE = "bnvg.experiment.config"
+
+
+def _constants_set_by(statement: ast.stmt) -> list[str]:
+    """The recipe constants a top-level statement sets: `STEPS = 4000`, `A, B = 2.0, 0.0`
+    (upper-case names only; `WORKSHOP = Workshop()` is one too, its value the class's code)."""
+    targets: list[ast.expr] = []
+    if isinstance(statement, ast.Assign):
+        targets = statement.targets
+    elif isinstance(statement, ast.AnnAssign):
+        targets = [statement.target]
+    names = [
+        node.id for target in targets for node in ast.walk(target) if isinstance(node, ast.Name)
+    ]
+    return names if names and all(name.isupper() for name in names) else []
+
+
+def _recipe_names_read(source: str) -> set[str] | None:
+    """The recipe's names a module imports from it; None where it imports the module itself
+    (`from bnvg.experiment import config`), which may read any of them."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if module == RECIPE_MODULE or (node.level and module == RECIPE.removesuffix(".py")):
+                names |= {alias.name for alias in node.names}
+            elif module in ("bnvg.experiment", "") and any(
+                alias.name == RECIPE.removesuffix(".py") for alias in node.names
+            ):
+                return None
+        elif isinstance(node, ast.Import) and any(a.name == RECIPE_MODULE for a in node.names):
+            return None
+    return names
+
+
+def training_source(folder: Path | None = None) -> str:
+    """A digest of the code a training run executes: every module of `RUN_SOURCES` but the
+    recipe by its source, and the recipe by what a run reads of it. That is the recipe's code
+    (its classes and functions: the defaults of `Workshop`, the rules of `NetSpec`; parsed,
+    so a comment there retrains nothing) and, of its constants, those a run's modules import
+    or the recipe's own code uses, each by the statement that sets it, with the constants that
+    statement reads (`TARGET_ACCURACY = TARGET_PERCENT / 100` reads `TARGET_PERCENT`)."""
+    folder = folder or EXPERIMENT
+    modules = [folder / name for name in RUN_SOURCES if name != RECIPE]
+    texts = tuple((module.name, module.read_text()) for module in modules)
+    return _training_source((folder / RECIPE).read_text(), texts)
+
+
+@cache  # read once per process for each text: `stored_runs` asks for every entry and run
+def _training_source(recipe_text: str, modules: tuple[tuple[str, str], ...]) -> str:
+    recipe = ast.parse(recipe_text)
+    constants: dict[str, ast.stmt] = {}  # a constant, by the statement that sets it
+    defined: dict[str, ast.stmt] = {}  # a class or function of the recipe's code
+    code: list[ast.stmt] = []
+    for statement in recipe.body:
+        names = _constants_set_by(statement)
+        constants.update(dict.fromkeys(names, statement))
+        if isinstance(statement, ast.ClassDef | ast.FunctionDef):
+            defined[statement.name] = statement
+        if not names:
+            code.append(statement)
+    # What training reads of the recipe: what its modules import from it, what the recipe's
+    # module-level code uses, and all that those read in turn (a class's defaults and rules,
+    # the constants a statement reads). A function no run calls (`recipe()`, which lists
+    # every constant for the evidence) reads nothing on training's behalf.
+    read: set[str] = set()
+    for _, text in modules:
+        imported = _recipe_names_read(text)
+        read |= set(constants) | set(defined) if imported is None else imported
+    for statement in code:
+        if statement not in defined.values():
+            read |= {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}
+    pending = [name for name in read if name in constants or name in defined]
+    while pending:
+        name = pending.pop()
+        for node in ast.walk(constants.get(name) or defined[name]):
+            if isinstance(node, ast.Name) and node.id not in read:
+                read.add(node.id)
+                if node.id in constants or node.id in defined:
+                    pending.append(node.id)
+    read &= set(constants)
+    set_by = list(dict.fromkeys(ast.unparse(constants[name]) for name in sorted(read)))
+    return digest(
+        *(part for name, text in sorted(modules) for part in (name, text)),
+        ast.dump(ast.Module(body=code, type_ignores=[])),
+        *set_by,
+    )
+
+
 def run_inputs(spec: RunSpec, workshop: Workshop, where: Mapping[str, str]) -> dict[str, str]:
     """Everything a run's numbers depend on; `where` is the platform's
     (`bnvg.experiment.platform.Platform.cache_fields`)."""
     return {
-        "source": source_digest(EXPERIMENT / name for name in RUN_SOURCES),
+        "source": training_source(),
         "spec": repr(spec),
         "workshop": repr(workshop),
         **where,
