@@ -438,6 +438,47 @@ def s5_project(pytester, outside_xdist):
 
 
 @pytest.fixture
+def run_with_text():
+    """`pytest claims --workshop text ARGS` in a scratch project (`s5_project`), in this
+    process, with no cache: how the tests of the workshop's text run a session."""
+
+    def run(project, *args):
+        return project.runpytest_inprocess(
+            "claims",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            "--import-mode=importlib",
+            "--workshop",
+            "text",
+            *args,
+        )
+
+    return run
+
+
+@pytest.fixture
+def kill_on_the_second_rename(monkeypatch):
+    """Call it to arm: from then on, bnvg's atomic writes (`bnvg.store.replacing`, each one
+    rename) put the first file in place and raise KeyboardInterrupt at the second, as a kill
+    between two renames would. The test disarms it with `monkeypatch.undo()`."""
+    replace = os.replace
+    calls = []
+
+    def killed(source, target):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(target)
+        replace(source, target)
+
+    def arm():
+        monkeypatch.setattr("bnvg.store.os.replace", killed)
+
+    return arm
+
+
+@pytest.fixture
 def pytester(pytester):
     """pytest's pytester, with an ini file in its folder: pytest then takes that folder as the
     rootdir of the sessions it starts, never a project found above it (a TMPDIR inside this

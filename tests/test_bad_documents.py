@@ -15,21 +15,6 @@ RIGHT = "A factor of 0.9 leaves 6.56e-01 after 4 layers (line 58)."
 WRONG = "A factor of 0.5 leaves 6.26e-02 after 4 layers (line 59)."  # fails, if ever read
 
 
-def run(project, *args):
-    """The S5 claims and the text under text/, in one session in this process."""
-    return project.runpytest_inprocess(
-        "claims",
-        "-p",
-        "no:randomly",
-        "-p",
-        "no:cacheprovider",
-        "--import-mode=importlib",
-        "--workshop",
-        "text",
-        *args,
-    )
-
-
 def good_document(root):
     """text/module.md, whose one citation passes."""
     (root / "text").mkdir(exist_ok=True)
@@ -142,12 +127,14 @@ def test_a_document_that_cannot_be_read_says_which_and_why_in_one_line(tmp_path,
     assert caught.value.reason == reason and "\n" not in reason
 
 
-def test_one_bad_document_fails_alone_and_the_claims_and_the_other_documents_run(s5_project):
+def test_one_bad_document_fails_alone_and_the_claims_and_the_other_documents_run(
+    s5_project, run_with_text
+):
     root = s5_project.path
     good_document(root)
     shown, reason = not_json(root)
     before = files(root)
-    result = run(s5_project)
+    result = run_with_text(s5_project)
     result.assert_outcomes(passed=7, failed=1)  # the 6 claims and the good citation
     assert failed(result) == [f"{shown}::read"]
     assert f"{shown}: {reason}" in result.outlines  # the whole failure, on one line
@@ -155,12 +142,12 @@ def test_one_bad_document_fails_alone_and_the_claims_and_the_other_documents_run
     assert files(root) == before
 
 
-def test_every_bad_document_at_once_fails_each_alone_and_the_rest_runs(s5_project):
+def test_every_bad_document_at_once_fails_each_alone_and_the_rest_runs(s5_project, run_with_text):
     root = s5_project.path
     good_document(root)
     made = [bad(root) for bad in BAD]
     before = files(root)
-    result = run(s5_project)
+    result = run_with_text(s5_project)
     result.assert_outcomes(passed=7, failed=len(BAD))
     assert failed(result) == sorted(f"{shown}::read" for shown, _ in made)
     for shown, reason in made:
@@ -169,12 +156,14 @@ def test_every_bad_document_at_once_fails_each_alone_and_the_rest_runs(s5_projec
     assert files(root) == before
 
 
-def test_an_update_beside_bad_documents_completes_and_writes_none_of_them(s5_project):
+def test_an_update_beside_bad_documents_completes_and_writes_none_of_them(
+    s5_project, run_with_text
+):
     root = s5_project.path
     good_document(root)
     made = [bad(root) for bad in BAD]
     text = {under: files(root, under) for under in ("text", "notes.md", "more")}
-    result = run(s5_project, "--snapshot-update")
+    result = run_with_text(s5_project, "--snapshot-update")
     result.assert_outcomes(passed=7, failed=len(BAD))
     assert failed(result) == sorted(f"{shown}::read" for shown, _ in made)
     assert "Traceback" not in result.stdout.str()
@@ -183,12 +172,14 @@ def test_an_update_beside_bad_documents_completes_and_writes_none_of_them(s5_pro
     assert {under: files(root, under) for under in text} == text
 
 
-def test_a_folder_named_like_a_document_is_a_folder_whose_documents_are_read(s5_project):
+def test_a_folder_named_like_a_document_is_a_folder_whose_documents_are_read(
+    s5_project, run_with_text
+):
     """pytest collects a folder as a folder whatever its name, and so does bnvg: `x.md/` is
     no document that failed to read, and the documents inside it are the text's."""
     (s5_project.path / "text" / "chapter.md").mkdir(parents=True)
     (s5_project.path / "text" / "chapter.md" / "module.md").write_text(f"# S5\n\n{RIGHT}\n")
-    run(s5_project).assert_outcomes(passed=7)
+    run_with_text(s5_project).assert_outcomes(passed=7)
 
 
 def test_the_documents_an_update_keeps_are_the_readable_ones_inside_each_once(tmp_path):
@@ -207,12 +198,14 @@ def test_the_documents_an_update_keeps_are_the_readable_ones_inside_each_once(tm
     )
 
 
-def test_a_second_name_of_a_document_inside_the_folder_is_read_once_by_its_own(s5_project):
+def test_a_second_name_of_a_document_inside_the_folder_is_read_once_by_its_own(
+    s5_project, run_with_text
+):
     """A link to a document of the text is the same document: collected once, by its own
     name, so its quotes are checked once and an update rewrites them once."""
     good_document(s5_project.path)
     (s5_project.path / "text" / "alias.md").symlink_to("module.md")
-    result = run(s5_project)
+    result = run_with_text(s5_project)
     result.assert_outcomes(passed=7)  # 6 claims and module.md's one citation
     assert "alias.md" not in result.stdout.str()
 

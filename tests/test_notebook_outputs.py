@@ -124,20 +124,6 @@ def reader_project(s5_project):
     return s5_project
 
 
-def run(project, *args):
-    return project.runpytest_inprocess(
-        "claims",
-        "-p",
-        "no:randomly",
-        "-p",
-        "no:cacheprovider",
-        "--import-mode=importlib",
-        "--workshop",
-        "text",
-        *args,
-    )
-
-
 def tree(project):
     """Every file of the project and its bytes, but pytest's and the session's own folders."""
     return {
@@ -150,6 +136,7 @@ def tree(project):
 @pytest.mark.slow
 def test_outputs_that_show_an_old_log_line_or_an_old_picture_fail_their_cells_and_the_update_refreshes_only_them(
     reader_project,
+    run_with_text,
 ):
     path = reader_project.path / "text" / "module.ipynb"
     path.write_text(
@@ -160,7 +147,7 @@ def test_outputs_that_show_an_old_log_line_or_an_old_picture_fail_their_cells_an
         )
     )
     before = path.read_text()
-    normal = run(reader_project)
+    normal = run_with_text(reader_project)
     normal.assert_outcomes(passed=8, failed=2)  # the claims, the citation, cell 3
     normal.stdout.fnmatch_lines(
         [
@@ -176,7 +163,7 @@ def test_outputs_that_show_an_old_log_line_or_an_old_picture_fail_their_cells_an
     )
     assert path.read_text() == before  # a normal run never writes the text
 
-    update = run(reader_project, "--snapshot-update")
+    update = run_with_text(reader_project, "--snapshot-update")
     assert update.ret == pytest.ExitCode.OK
     update.stdout.fnmatch_lines(
         [
@@ -200,19 +187,20 @@ def test_outputs_that_show_an_old_log_line_or_an_old_picture_fail_their_cells_an
     ]
 
     kept = tree(reader_project)
-    again = run(reader_project, "--snapshot-update")
+    again = run_with_text(reader_project, "--snapshot-update")
     assert "refreshed" not in again.stdout.str() and tree(reader_project) == kept
-    run(reader_project).assert_outcomes(passed=10)
+    run_with_text(reader_project).assert_outcomes(passed=10)
 
 
 @pytest.mark.slow
 def test_a_notebook_that_does_not_run_fails_its_cells_and_the_update_leaves_it_naming_why(
     reader_project,
+    run_with_text,
 ):
     path = reader_project.path / "text" / "module.ipynb"
     path.write_text(a_notebook(("1 / 0", printed("never\n"))))
     before = path.read_text()
-    normal = run(reader_project)
+    normal = run_with_text(reader_project)
     normal.assert_outcomes(passed=7, failed=1)
     normal.stdout.fnmatch_lines(
         [
@@ -220,7 +208,7 @@ def test_a_notebook_that_does_not_run_fails_its_cells_and_the_update_leaves_it_n
             "ZeroDivisionError: division by zero"
         ]
     )
-    update = run(reader_project, "--snapshot-update")
+    update = run_with_text(reader_project, "--snapshot-update")
     assert update.ret == pytest.ExitCode.TESTS_FAILED  # every item passed; the text did not
     update.stdout.fnmatch_lines(
         [
@@ -232,7 +220,9 @@ def test_a_notebook_that_does_not_run_fails_its_cells_and_the_update_leaves_it_n
 
 
 @pytest.mark.slow
-def test_an_update_killed_while_refreshing_leaves_every_notebook_as_it_was(tmp_path, monkeypatch):
+def test_an_update_killed_while_refreshing_leaves_every_notebook_as_it_was(
+    tmp_path, monkeypatch, kill_on_the_second_rename
+):
     """The refreshes join the update's transaction: every notebook is executed before the
     first is written, each is put in place by one rename, and a kill between two renames is
     undone by the next session's recovery."""
@@ -251,16 +241,7 @@ def test_an_update_killed_while_refreshing_leaves_every_notebook_as_it_was(tmp_p
     update = Update(places)
     update.acquire()
     update.begin(notebooks)
-    replace = __import__("os").replace
-    calls = []
-
-    def killed_on_the_second(source, target):
-        if calls:
-            raise KeyboardInterrupt  # as a kill between the two renames
-        calls.append(target)
-        replace(source, target)
-
-    monkeypatch.setattr("bnvg.store.os.replace", killed_on_the_second)
+    kill_on_the_second_rename()
     with pytest.raises(KeyboardInterrupt):
         refresh_notebooks(notebooks, tmp_path, write=True)
     monkeypatch.undo()

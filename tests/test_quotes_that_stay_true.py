@@ -159,7 +159,7 @@ A_BOUND = "A factor of 0.5 leaves more than 7.0e-02 after 4 layers (line 59)."
 
 
 def test_an_update_fails_the_citation_of_a_bound_it_breaks_and_lists_it_as_no_longer_true(
-    s5_project,
+    s5_project, run_with_text
 ):
     numbers = (
         s5_project.path
@@ -174,17 +174,7 @@ def test_an_update_fails_the_citation_of_a_bound_it_breaks_and_lists_it_as_no_lo
     document = s5_project.path / "text" / "module.md"
     document.write_text(f"# S5\n\n{RIGHT}\n\n{A_BOUND}\n")
     before = document.read_text()
-    update = s5_project.runpytest_inprocess(
-        "claims",
-        "-p",
-        "no:randomly",
-        "-p",
-        "no:cacheprovider",
-        "--import-mode=importlib",
-        "--workshop",
-        "text",
-        "--snapshot-update",
-    )
+    update = run_with_text(s5_project, "--snapshot-update")
     update.assert_outcomes(passed=7, failed=1)  # 6 claims and the right citation
     said = "7.0e-02 (log line 59): no longer true, the new value is 6.25e-02: reword it"
     update.stdout.fnmatch_lines_random(

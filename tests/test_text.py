@@ -239,29 +239,17 @@ def s5_text(project, suffix, *sentences):
     return path
 
 
-def run(project, *args):
-    return project.runpytest_inprocess(
-        "claims",
-        "-p",
-        "no:randomly",
-        "-p",
-        "no:cacheprovider",
-        "--import-mode=importlib",
-        "--workshop",
-        "text",
-        *args,
-    )
-
-
 RIGHT = "A factor of 0.9 leaves 6.56e-01 after 4 layers (line 58)."
 WRONG_NUMBER = "A factor of 0.5 leaves 6.26e-02 after 4 layers (line 59)."
 WRONG_LINE = "A factor of 0.25 leaves 9.54e-07 after 10 layers (line 160)."
 
 
 @pytest.mark.parametrize("suffix", [".md", ".qmd", ".ipynb"])
-def test_each_format_fails_exactly_its_wrong_number_and_its_wrong_line(s5_project, suffix):
+def test_each_format_fails_exactly_its_wrong_number_and_its_wrong_line(
+    s5_project, suffix, run_with_text
+):
     s5_text(s5_project, suffix, RIGHT, WRONG_NUMBER, WRONG_LINE)
-    result = run(s5_project)
+    result = run_with_text(s5_project)
     # 6 claims and the right citation; and a notebook's code cell, whose outputs still show
     # what it prints.
     result.assert_outcomes(passed=7 + (suffix == ".ipynb"), failed=2)
@@ -299,14 +287,14 @@ NEW = "A factor of 0.5 leaves 6.25e-02 after 4 layers (line 59)."
 
 @pytest.mark.parametrize("suffix", [".md", ".ipynb"])
 def test_an_update_rewrites_the_quote_that_moved_and_a_second_update_changes_nothing(
-    s5_project, suffix
+    s5_project, suffix, run_with_text
 ):
     an_old_value(s5_project)
     path = s5_text(s5_project, suffix, RIGHT, OLD, f"It takes 90 minutes. {NOTHING_CITED}")
     before = path.read_text()
-    normal = run(s5_project)  # a normal run never writes the text
+    normal = run_with_text(s5_project)  # a normal run never writes the text
     assert normal.ret == pytest.ExitCode.TESTS_FAILED and path.read_text() == before
-    update = run(s5_project, "--snapshot-update", "--claims-report=report.md")
+    update = run_with_text(s5_project, "--snapshot-update", "--claims-report=report.md")
     update.assert_outcomes(passed=8)
     where = "text/module.md:5" if suffix == ".md" else "text/module.ipynb, cell 4, line 1"
     update.stdout.fnmatch_lines(
@@ -320,8 +308,8 @@ def test_an_update_rewrites_the_quote_that_moved_and_a_second_update_changes_not
     report = (s5_project.path / "report.md").read_text()
     assert "## What the update did to the text" in report
     assert f"  {where}  7.25e-02 -> 6.25e-02 (log line 59, " in report
-    run(s5_project).assert_outcomes(passed=8 + (suffix == ".ipynb"))  # and its code cell
-    again = run(s5_project, "--snapshot-update")
+    run_with_text(s5_project).assert_outcomes(passed=8 + (suffix == ".ipynb"))  # and its code cell
+    again = run_with_text(s5_project, "--snapshot-update")
     again.assert_outcomes(passed=8)
     assert "rewrote" not in again.stdout.str() and path.read_text() == before.replace(
         "7.25e-02", "6.25e-02"
@@ -330,9 +318,10 @@ def test_an_update_rewrites_the_quote_that_moved_and_a_second_update_changes_not
 
 def test_the_claims_report_lists_the_numbers_that_cite_no_line_and_the_marker_silences_them(
     s5_project,
+    run_with_text,
 ):
     s5_text(s5_project, ".md", RIGHT, "The module takes 90 minutes and 3 exercises.")
-    result = run(s5_project, "--claims-report=report.md")
+    result = run_with_text(s5_project, "--claims-report=report.md")
     result.assert_outcomes(passed=7)
     result.stdout.fnmatch_lines(["text/module.md: 2 numbers cite no line"])
     report = (s5_project.path / "report.md").read_text()
@@ -341,7 +330,7 @@ def test_the_claims_report_lists_the_numbers_that_cite_no_line_and_the_marker_si
     s5_text(
         s5_project, ".md", RIGHT, f"The module takes 90 minutes and 3 exercises. {NOTHING_CITED}"
     )
-    result = run(s5_project, "--claims-report=report.md")
+    result = run_with_text(s5_project, "--claims-report=report.md")
     assert "cite no line" not in result.stdout.str()
     assert "**text/module.md**: none" in (s5_project.path / "report.md").read_text()
 
@@ -364,7 +353,7 @@ def test_rewrites_are_made_before_any_document_is_written(tmp_path):
 
 
 def test_an_update_killed_while_writing_the_text_leaves_every_document_as_it_was(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, kill_on_the_second_rename
 ):
     """The text joins the update's transaction: a kill after the first document was
     rewritten and before the second is undone by the next session's recovery, and a document
@@ -382,16 +371,7 @@ def test_an_update_killed_while_writing_the_text_leaves_every_document_as_it_was
     update.acquire()
     update.begin(documents)
     rewrites = [Rewrite(str(d), None, 1, 11, "51.5", "48.5", 65, "S6 plain") for d in documents]
-    replace = __import__("os").replace
-    calls = []
-
-    def killed_on_the_second(source, target):
-        if calls:
-            raise KeyboardInterrupt  # as a kill between the two renames
-        calls.append(target)
-        replace(source, target)
-
-    monkeypatch.setattr("bnvg.store.os.replace", killed_on_the_second)
+    kill_on_the_second_rename()
     with pytest.raises(KeyboardInterrupt):
         rewrite_documents(rewrites, Path("/"))
     monkeypatch.undo()
