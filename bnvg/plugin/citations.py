@@ -237,7 +237,8 @@ class CitationItem(pytest.Item):
 
 
 # -- a notebook's stored outputs ------------------------------------------------------------
-EXECUTED = pytest.StashKey[object]()  # on a notebook's TextFile: its fresh execution, or why not
+# On a notebook's TextFile: what differs in it from a fresh execution, or why it did not run.
+COMPARED = pytest.StashKey["outputs.Compared | outputs.ExecutionFailed"]()
 
 
 class OutputsError(Exception):
@@ -246,32 +247,30 @@ class OutputsError(Exception):
 
 class OutputsItem(pytest.Item):
     """Checks one code cell's stored outputs against the notebook executed afresh, as nbval
-    does (`bnvg.text.outputs`). The notebook runs once, for its first cell's item; it reads
-    the record, so the stored outputs must show what the record says now. Under an update
-    there is no such item: the controller refreshes the outputs once the record is written."""
+    does (`bnvg.text.outputs`). The notebook runs, and is compared, once, for its first
+    cell's item; it reads the record, so the stored outputs must show what the record says
+    now. Under an update there is no such item: the controller refreshes the outputs once
+    the record is written."""
 
     def __init__(self, *, cell: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.cell = cell
 
-    def _executed(self) -> object:
-        parent = self.parent
-        assert parent is not None
-        if EXECUTED not in parent.stash:
+    def _compared(self) -> outputs.Compared | outputs.ExecutionFailed:
+        notebook = self.parent
+        assert notebook is not None
+        if COMPARED not in notebook.stash:
             try:
-                parent.stash[EXECUTED] = outputs.execute(self.path)
+                notebook.stash[COMPARED] = outputs.compared(self.path)
             except outputs.ExecutionFailed as error:
-                parent.stash[EXECUTED] = error
-        return parent.stash[EXECUTED]
+                notebook.stash[COMPARED] = error
+        return notebook.stash[COMPARED]
 
     def runtest(self) -> None:
-        import nbformat
-
-        fresh = self._executed()
-        if isinstance(fresh, outputs.ExecutionFailed):
-            raise OutputsError(f"the notebook did not run to its end: {fresh}")
-        stored = nbformat.read(self.path, as_version=4)
-        for difference in outputs.differences(stored, fresh):
+        found = self._compared()
+        if isinstance(found, outputs.ExecutionFailed):
+            raise OutputsError(f"the notebook did not run to its end: {found}")
+        for difference in found.differences:
             if difference.cell == self.cell:
                 raise OutputsError(difference.describe())
 

@@ -146,19 +146,39 @@ def _project_kernel() -> type:
     return ProjectKernel
 
 
-def execute(path: Path) -> Any:
-    """The notebook at `path`, executed afresh in its own folder (a copy: the file is not
-    written); raises ExecutionFailed with one line saying why it did not run to its end."""
+@dataclass(frozen=True)
+class Compared:
+    """A notebook as stored, the same executed afresh, and the code cells whose stored
+    outputs show something else than their fresh ones."""
+
+    stored: Any
+    fresh: Any
+    differences: list[CellDifference]
+
+
+def compared(path: Path) -> Compared:
+    """The notebook at `path`, read once, and executed afresh in its own folder (on a copy:
+    the file is not written); raises ExecutionFailed with one line saying why it did not run
+    to its end."""
+    import copy
+
     import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     try:
-        notebook = nbformat.read(path, as_version=4)
+        stored = nbformat.read(path, as_version=4)
     except Exception as error:  # json's, nbformat's and validation errors alike
         raise ExecutionFailed(
             f"not a notebook nbformat can read: {error}".splitlines()[0]
         ) from None
+    fresh = _execute(copy.deepcopy(stored), path.parent)
+    return Compared(stored, fresh, differences(stored, fresh))
+
+
+def _execute(notebook: Any, folder: Path) -> Any:
+    """`notebook` executed afresh in `folder` (its outputs replaced in place)."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
     client = NotebookClient(
         notebook,
         timeout=CELL_TIMEOUT,
@@ -168,7 +188,7 @@ def execute(path: Path) -> Any:
         # The kernel listens on loopback only; its warning that TCP is not encrypted would be
         # the one line it prints, under an update outside pytest's capture.
         extra_arguments=["--IPKernelApp.log_level=ERROR"],
-        resources={"metadata": {"path": str(path.parent)}},
+        resources={"metadata": {"path": str(folder)}},
     )
     try:
         client.execute()
@@ -304,7 +324,6 @@ def refresh_notebooks(paths: Sequence[Path], root: Path, write: bool) -> Refresh
     """Execute each notebook and give the cells whose outputs show otherwise their fresh
     outputs. Every new notebook is made before the first is written (`write`), each by one
     atomic rename; a notebook that does not run is left as it is, and named."""
-    import nbformat
 
     refreshes: list[Refresh] = []
     texts: dict[Path, str] = {}
@@ -312,15 +331,14 @@ def refresh_notebooks(paths: Sequence[Path], root: Path, write: bool) -> Refresh
     for path in paths:
         shown_as = relative(path, root)
         try:
-            fresh = execute(path)
+            found = compared(path)
         except ExecutionFailed as error:
             not_executed[shown_as] = str(error)
             continue
-        stored = nbformat.read(path, as_version=4)
-        found = differences(stored, fresh)
-        if found:
-            refreshes += [refresh_of(shown_as, d) for d in found]
-            texts[path] = refreshed(stored, fresh, [d.cell for d in found])
+        if found.differences:
+            refreshes += [refresh_of(shown_as, d) for d in found.differences]
+            cells = [d.cell for d in found.differences]
+            texts[path] = refreshed(found.stored, found.fresh, cells)
     if write:
         for path, text in texts.items():
             with replacing(path) as tmp, open(tmp, "wb") as f:
