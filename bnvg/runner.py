@@ -23,6 +23,8 @@ matrix (noxfile.py) ends each session with it.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import shutil
 import subprocess
@@ -144,6 +146,51 @@ def run_claims(
         check=False,
     )
     return ClaimsRun(done.returncode, done.stdout, done.stderr, outputs)
+
+
+def run_claims_here(
+    args: Sequence[str], *, root: Path, outputs: Path, cache_dir: Path | None
+) -> Record:
+    """`pytest claims/ ARGS` in this process, in the project at `root`, its files written to
+    `outputs`: its record. For a process that runs many sessions one after the other (a
+    sweep's worker) and keeps torch and the claims' imports between them; the environment
+    must already hold the kernels it is to compute with (torch and numpy read them once).
+    What the session prints is kept from the caller's: the record says what it did."""
+    import pytest
+
+    command = claims_command(args, outputs=outputs, python="", cache_dir=cache_dir)[3:]
+    command = [str(root / "claims"), *command[1:]]
+    command += ["--rootdir", str(root), "-c", str(root / "pyproject.toml"), "--capture=sys"]
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+        code = pytest.main(command)
+    record = outputs / "record.json"
+    if not record.exists() or code not in (0, 1):
+        raise RuntimeError(
+            f"the claims stopped with exit status {code}:\n{said.getvalue()[-3000:]}"
+        )
+    return Record.load(record)
+
+
+def selected(keys: Mapping[str, str], expression: str | None) -> dict[str, str]:
+    """The claims of `keys` ("claims/test_x.py::test_y") that `-k expression` picks, matched
+    as pytest matches -k: each word against the claim's module and function names,
+    case-insensitively (pytest's own grammar: and, or, not, parentheses)."""
+    if not expression:
+        return dict(keys)
+    from _pytest.mark.expression import Expression
+
+    compiled = Expression.compile(expression)
+
+    def picks(claim: str) -> bool:
+        names = [part.lower() for part in claim.replace("/", "::").split("::")]
+
+        def matches(word: str, /, **_: str | int | bool | None) -> bool:
+            return any(word.lower() in name for name in names)
+
+        return compiled.evaluate(matches)
+
+    return {claim: key for claim, key in keys.items() if picks(claim)}
 
 
 # -- how a run's outputs compare with the committed ones (python -m bnvg.runner OUT) --------

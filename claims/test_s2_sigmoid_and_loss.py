@@ -45,11 +45,11 @@ def test_bce_loss_at_p_one_half_is_ln_2(sigmoid, quoted):
 
 
 @pytest.mark.log_lines(*AUTOGRAD_LINES)
-def test_autograd_gradient_of_bce_wrt_logit_is_p_minus_y(sigmoid, quoted):
+def test_autograd_gradient_of_bce_wrt_logit_is_p_minus_y(logit_gradient, quoted):
     """Workshop: "autograd check at z = 2.0, y = 0: formula p - y = +0.880797, autograd dL/dz = +0.880797".
     Asserted at the six decimals the lines print: autograd's dL/dz reads as p - y, and p as
     the sigmoid of 2 computed in double precision."""
-    g = sigmoid.gradient
+    g = logit_gradient
     quoted.lines(fill.autograd_check(g))
     assert f"{g.autograd:+.6f}" == f"{g.formula:+.6f}", (
         f"dL/dz = {g.autograd!r}, p - y = {g.formula!r}"

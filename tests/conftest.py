@@ -525,16 +525,16 @@ def committed_log():
 
 @pytest.fixture
 def own_evidence():
-    """Writes a sweep table into a test project as evidence of *its* experiment: stamped with
-    the project's fingerprint, as the sweep stamps the tables it merges (a table of another
-    experiment is not read)."""
-    from bnvg.evidence.fragments import experiment_fingerprint
+    """Writes a sweep table into a test project as evidence of *its* claims: stamped with
+    their keys, as the sweep stamps the tables it merges (evidence of another key is not
+    read)."""
+    from bnvg.evidence.fragments import claim_keys
     from bnvg.places import Places
 
     def write(project, table):
         places = Places(project)
         places.evidence.mkdir(parents=True, exist_ok=True)
-        stamped = {**table, "experiment": experiment_fingerprint(places)}
+        stamped = {**table, "keys": claim_keys(places)}
         places.fragility_json.write_text(json.dumps(stamped))
 
     return write

@@ -129,7 +129,7 @@ def standing_settings(**changes):
     """The settings of a plain `pytest claims/` in this checkout."""
     import dataclasses
 
-    from bnvg.evidence.fragments import experiment_fingerprint
+    from bnvg.evidence.fragments import claim_keys
     from bnvg.places import Places
     from bnvg.plugin.options import Settings
 
@@ -146,7 +146,7 @@ def standing_settings(**changes):
         kernels={},
         sampler_seed=None,
         init_seed=None,
-        experiment=experiment_fingerprint(places),
+        keys=claim_keys(places),
         workshop_text=None,
         claims_report=None,
         record=None,
@@ -157,8 +157,8 @@ def standing_settings(**changes):
 @pytest.mark.slow
 def test_a_changed_recipe_fails_exactly_on_the_reference_and_the_evidence_is_stale(tmp_path):
     """lr 0.5 -> 0.45 in a copy of bnvg: every eval-bug claim reads the moved batch-norm
-    run and fails, nothing is reported as drift, and the summary says the sweep measured
-    another experiment."""
+    run and fails, nothing is reported as drift, and the summary names the eval-bug claims'
+    evidence as stale (computed from other code) and the command that computes it again."""
     project = scratch_copy(ROOT, tmp_path / "project")
     shutil.copytree(ROOT / "bnvg", project / "bnvg", ignore=shutil.ignore_patterns("__pycache__"))
     config = project / "bnvg" / "experiment" / "config.py"
@@ -179,8 +179,10 @@ def test_a_changed_recipe_fails_exactly_on_the_reference_and_the_evidence_is_sta
     assert len(ran) == 4 and all(c.outcome == "failed" for c in ran.values()), run.tail()
     assert all(c.drift == () for c in record.claims.values())
     assert "run 'batch norm' differs from its snapshot" in run.stdout
-    assert "The sweep measured another experiment" in run.stdout
-    assert "python -m bnvg.sweep" in run.stdout
+    assert "was computed from other code than this checkout's" in run.stdout
+    stale = run.stdout.split("the evidence is stale")[1]
+    assert "test_s9_eval_bug.py::test_" in stale
+    assert "Compute only these again: python -m bnvg.sweep" in stale
 
 
 def pytest_in(project, *args):

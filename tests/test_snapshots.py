@@ -54,7 +54,7 @@ def test_changing_one_stored_reading_fails_exactly_the_claim_that_owns_it_naming
     # evidence no longer applies, and the reading is judged exactly, as robust.
     result.stdout.fnmatch_lines(
         [
-            "*S5 factor 0.25, left at the deep depth: snapshot 9.61e-07, here 9.54e-07 (log line 60, no evidence for this experiment)",
+            "*S5 factor 0.25, left at the deep depth: snapshot 9.61e-07, here 9.54e-07 (log line 60, no fresh evidence of it)",
             "If the new values are right, accept them: pytest claims/ --snapshot-update -k "
             "'test_factor_per_layer_compounds_over_4_and_10_layers?0.25?' (then update the text that quotes them)",
             "FAILED claims/test_s5_geometric_decay.py::test_factor_per_layer_compounds_over_4_and_10_layers?0.25?*",

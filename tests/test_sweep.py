@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from bnvg.evidence.fragments import Fragment, FragmentStore, experiment_fingerprint
+from bnvg.evidence.fragments import Fragment, FragmentStore, claim_keys
 from bnvg.places import Places
 from bnvg.runner import environment, scratch_copy
 from bnvg.sweep.merge import GENERATED, SWEEP_PAGE, with_findings
@@ -50,8 +50,8 @@ def project(folder):
     return folder
 
 
-def experiment_of(folder):
-    return experiment_fingerprint(Places(folder))
+def keys_of(folder):
+    return claim_keys(Places(folder))
 
 
 # `python -m bnvg.sweep`, saying at its end whether it imported torch.
@@ -131,7 +131,7 @@ def test_a_sweep_says_its_progress_and_writes_a_fragment_per_job_and_the_tables(
     table = json.loads((folder / "snapshots/evidence/robustness.json").read_text())
     assert {a: len(v) for a, v in table["axes"].items()} == {"sampler": 2, "init": 2}
     # The jobs compute under the reference kernels, but where a variant says otherwise.
-    store = FragmentStore(folder / "snapshots/evidence/fragments", experiment_of(folder))
+    store = FragmentStore(folder / "snapshots/evidence/fragments", keys_of(folder))
     kernels = {
         f.variant.name: (f.platform["MKL_CBWR"], f.platform["ATEN_CPU_CAPABILITY"])
         for f in store.all()
@@ -206,33 +206,68 @@ def test_a_killed_sweep_resumes_computing_only_the_missing_fragments_on_any_numb
 
 
 def test_a_sweep_recomputes_the_stale_fragments_it_can_and_keeps_none_it_cannot(swept, tmp_path):
-    """Evidence of another experiment (here: the workshop fragment re-stamped as another's,
-    and one of a machine this sweep cannot run) is no evidence: the sweep computes the first
-    again, deletes the second, and writes the same tables as a sweep that never saw them."""
+    """Evidence of other keys (here: the workshop fragment re-stamped as computed by other
+    code, and one of a machine this sweep cannot run) is no evidence: the sweep computes the
+    first again, deletes the second, and writes the same tables as a sweep that never saw
+    them."""
     folder, _ = swept
     stale = tmp_path / "stale"
     shutil.copytree(folder, stale)
-    store = FragmentStore(stale / "snapshots/evidence/fragments", experiment_of(stale))
+    store = FragmentStore(stale / "snapshots/evidence/fragments", keys_of(stale))
     [workshop] = list(store.folder.glob("*/workshop.json.gz"))
-    old = dataclasses.replace(store.read(workshop), experiment="another experiment")
+    fragment = store.read(workshop)
+    old = dataclasses.replace(fragment, keys=dict.fromkeys(fragment.keys, "another key"))
     workshop.write_bytes(old.encode())
     elsewhere = store.folder / "x86_64-a-machine-gone-elsewhere" / "native.json.gz"
     elsewhere.parent.mkdir()
     elsewhere.write_bytes(old.encode())
     assert len(store.stale()) == 2 and store.at_seeds(workshop.parent.name, None) is None
     said = sweep(stale, *SEEDS, *QUICK)
-    assert "2 of 6 fragments measured another experiment than this checkout's" in said
+    assert "the evidence of 4 claims is stale" in said
+    assert "claims/test_s1_dataset.py::test_two_moons_figure_is_drawn: stale in 2 of 6" in said
     assert "1 of 5 jobs to run (4 fragments already there)" in said
     assert "deleted a stale fragment: snapshots/evidence/fragments/x86_64-a-machine-gone" in said
     assert not elsewhere.parent.exists() and store.stale() == []
     assert evidence_bytes(stale) == evidence_bytes(folder)
     table = json.loads((stale / "snapshots/evidence/fragility.json").read_text())
-    assert table["experiment"] == experiment_of(stale)
+    assert table["keys"].items() <= keys_of(stale).items() and table["keys"]
+
+
+def test_an_edited_bound_makes_only_its_claim_stale_and_the_incremental_evidence_is_the_whole(
+    swept, tmp_path
+):
+    """Edit one claim's bound: the sweep recomputes that claim alone in each of the 5 jobs,
+    every other claim keeps its evidence, and the evidence built a piece at a time is the
+    same bytes as the evidence of a sweep of the edited project from nothing."""
+    folder, _ = swept
+    edited = copy_of(folder, tmp_path)
+    claim = edited / "claims" / "test_s1_dataset.py"
+    text = claim.read_text()
+    assert '"std of x1": below(1.0)' in text
+    claim.write_text(text.replace('"std of x1": below(1.0)', '"std of x1": below(0.95)'))
+    before = keys_of(folder)
+    after = keys_of(edited)
+    changed = [c for c in before if before[c] != after[c]]
+    assert changed == ["claims/test_s1_dataset.py::test_input_features_have_std_0_890_and_0_511"]
+    store = FragmentStore(edited / "snapshots/evidence/fragments", after)
+    assert store.stale_claims() == dict.fromkeys(changed, 5)  # stale in all 5, nothing else
+
+    said = sweep(edited, *SEEDS, *QUICK)
+    assert "the evidence of 1 claim is stale" in said
+    assert "5 of 5 jobs to run" in said
+    assert store.stale_claims() == {}
+    table = json.loads((edited / "snapshots/evidence/fragility.json").read_text())
+    assert table["readings"]["S1 feature std, std of x1"]["bound"] == ["<", 0.95]
+
+    whole = fresh_project_keeping_the_cache_of(folder, tmp_path / "whole")
+    (whole / "claims" / "test_s1_dataset.py").write_text(claim.read_text())
+    sweep(whole, *SEEDS, *QUICK)
+    assert evidence_bytes(edited) == evidence_bytes(whole)
 
 
 def test_fragments_are_the_same_bytes_whenever_encoded_and_a_damaged_one_is_named(swept, tmp_path):
     folder, _ = swept
-    store = FragmentStore(folder / "snapshots/evidence/fragments", experiment_of(folder))
+    store = FragmentStore(folder / "snapshots/evidence/fragments", keys_of(folder))
     [path] = list(store.folder.glob("*/workshop.json.gz"))
     fragment = store.read(path)
     assert fragment.encode() == path.read_bytes()
@@ -241,7 +276,7 @@ def test_fragments_are_the_same_bytes_whenever_encoded_and_a_damaged_one_is_name
     damaged.parent.mkdir()
     damaged.write_bytes(path.read_bytes()[:100])
     with pytest.raises(ValueError, match=r"the fragment .*workshop.json.gz is damaged"):
-        FragmentStore(tmp_path, experiment_of(folder)).read(damaged)
+        FragmentStore(tmp_path, keys_of(folder)).read(damaged)
 
 
 def test_a_capped_platform_keeps_every_fragment_of_the_higher_capability(swept, tmp_path):

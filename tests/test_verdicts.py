@@ -77,7 +77,7 @@ def test_on_a_new_platform_a_robust_reading_printed_differently_fails():
     assert not d.drift
     assert (
         d.describe()
-        == f"{RATIO_NAME}: snapshot 3016, here 3015 (log line 40, no evidence for this experiment)"
+        == f"{RATIO_NAME}: snapshot 3016, here 3015 (log line 40, no fresh evidence of it)"
     )
 
 

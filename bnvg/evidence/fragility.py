@@ -33,6 +33,7 @@ that moves only between releases is told apart from one that moves between CPUs 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import statistics
@@ -86,6 +87,7 @@ class ReadingEvidence:
     band: tuple[float, float] | None = None
     reference_platform: str = ""  # the id of the platform `reference` was computed on
     published: Seen | None = None  # the published log: an observation, shown beside, never counted
+    claim: str = ""  # the claim that owns its line, whose key its evidence is of
 
     @property
     def moved_in_print(self) -> bool:
@@ -228,13 +230,32 @@ class Fragility:
     axes: Mapping[str, str] = field(default_factory=dict)  # name -> "platform", "sampler", ...
     releases: Mapping[str, str] = field(default_factory=dict)  # "2.15.0" -> its run's name
     reference_release: str = ""  # the reference's torch release, "2.13.0"
-    experiment: str = ""  # the fingerprint of the experiment measured (`bnvg.evidence.fragments`)
     # The runs on another architecture than the reference's, labelled:
     # run name -> "aarch64, Arm Neoverse-N1, emulated".
     architectures: Mapping[str, str] = field(default_factory=dict)
+    # Each claim's key when its evidence was computed (`bnvg.evidence.fragments.claim_keys`).
+    keys: Mapping[str, str] = field(default_factory=dict)
 
     def reading(self, name: str) -> ReadingEvidence | None:
         return self.readings.get(name)
+
+    def fresh(self, current: Mapping[str, str]) -> Fragility:
+        """The table without the readings of the claims whose key is no longer `current`'s:
+        evidence of another computation is no evidence for this one."""
+        stale = set(self.stale_claims(current))
+        if not stale:
+            return self
+        kept = {n: e for n, e in self.readings.items() if e.claim not in stale}
+        return dataclasses.replace(self, readings=kept)
+
+    def stale_claims(self, current: Mapping[str, str]) -> list[str]:
+        """The claims the table holds evidence of that is stale for the claims keyed
+        `current`: each measured under another key (a claim it never measured has none)."""
+        return sorted(c for c, key in self.keys.items() if c in current and current[c] != key)
+
+    def stale_readings(self, current: Mapping[str, str]) -> list[str]:
+        stale = set(self.stale_claims(current))
+        return sorted(n for n, e in self.readings.items() if e.claim in stale)
 
     def on_release(self, evidence: ReadingEvidence, release: str) -> Seen | None:
         """A reading's value on a torch release ("2.15.0") under the reference kernels."""
@@ -278,6 +299,7 @@ def from_document(document: Mapping[str, Any]) -> Fragility:
             band=None if band is None else (float(band[0]), float(band[1])),
             reference_platform=str(document.get("reference", "")).split("/")[0],
             published=None if entry.get("published") is None else _seen(entry["published"]),
+            claim=str(entry.get("claim", "")),
         )
     return Fragility(
         readings,
@@ -286,8 +308,8 @@ def from_document(document: Mapping[str, Any]) -> Fragility:
         document.get("axes", {}),
         document.get("releases", {}),
         str(document.get("reference release", "")),
-        str(document.get("experiment", "")),
         document.get("architectures", {}),
+        document.get("keys", {}),
     )
 
 

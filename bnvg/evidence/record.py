@@ -31,6 +31,7 @@ class ClaimResult:
     readings: tuple[str, ...] = ()  # the names of the readings it quoted
     drift: tuple[str, ...] = ()
     sentence: str = ""  # what the claim verifies: its docstring's first paragraph
+    tables: tuple[str, ...] = ()  # the stored tables it checked (histories, figure data)
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ class Record:
             "standing": dict(self.standing),
             "options": dict(self.options),
             "log": dict(self.log),
-            "events": [[e.what, e.kind, e.name] for e in self.events],
+            "events": [[e.what, e.kind, e.name, None, e.seconds] for e in self.events],
             "claims": {nodeid: _result_json(c) for nodeid, c in self.claims.items()},
             "citations": {nodeid: _result_json(c) for nodeid, c in self.citations.items()},
             "readings": {name: r.to_json() for name, r in self.readings.items()},
@@ -116,6 +117,7 @@ def _result_json(c: ClaimResult) -> dict[str, Any]:
         "readings": list(c.readings),
         "drift": list(c.drift),
         "sentence": c.sentence,
+        "tables": list(c.tables),
     }
 
 
@@ -126,4 +128,5 @@ def _result(data: Mapping[str, Any]) -> ClaimResult:
         tuple(data["readings"]),
         tuple(data["drift"]),
         data.get("sentence", ""),
+        tuple(data.get("tables", ())),
     )

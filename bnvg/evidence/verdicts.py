@@ -121,13 +121,13 @@ class Difference:
         return f"{self.here.name}: {values} (log line {self.line}, {status_of(self.evidence)})"
 
 
-NO_EVIDENCE = "no evidence for this experiment"
+NO_EVIDENCE = "no fresh evidence of it"
 
 
 def status_of(evidence: ReadingEvidence | None) -> str:
     """Its platform verdict, robust or fragile, as the evidence says; without evidence (a new
-    reading, or evidence of another experiment) nothing is known of it, and it is judged as
-    robust."""
+    reading, or evidence of another key: its claim changed since) nothing is known of it,
+    and it is judged as robust."""
     return NO_EVIDENCE if evidence is None else evidence.platform_verdict
 
 

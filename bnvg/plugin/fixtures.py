@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from bnvg.experiment.config import NetSpec, Workshop
     from bnvg.experiment.data import TwoMoons
     from bnvg.experiment.facts import SigmoidFacts, StartingWeights
-    from bnvg.experiment.results import AtInit, TrainedRun
+    from bnvg.experiment.results import AtInit, LogitGradient, TrainedRun
     from bnvg.experiment.runs import RunCache
     from bnvg.log.layout import LogLine
 
@@ -119,10 +119,18 @@ def at_init(workshop: Workshop, computed: Computed) -> dict[str, AtInit]:
 
 @pytest.fixture(scope="session")
 def sigmoid(computed: Computed) -> SigmoidFacts:
-    """The S2 facts: the sigmoid's slope, BCE at p = 0.5, autograd's dL/dz."""
+    """The S2 facts: the sigmoid's slope and BCE at p = 0.5."""
     from bnvg.experiment.facts import sigmoid_facts
 
     return computed.get("S2 sigmoid facts", sigmoid_facts)
+
+
+@pytest.fixture(scope="session")
+def logit_gradient(computed: Computed) -> LogitGradient:
+    """S2's autograd check: autograd's dL/dz beside p - y."""
+    from bnvg.experiment.facts import logit_gradient as gradient
+
+    return computed.get("S2 autograd check", gradient)
 
 
 @pytest.fixture(scope="session")
@@ -421,6 +429,7 @@ class Figure:
         self.folder = folder
         self._memo = memo
         self._item = request.node
+        self._draws = settings(request.config).figures
         self._numbers = NumberSnapshots(
             request, settings(request.config), fragility(request.config)
         )
@@ -460,8 +469,11 @@ class Figure:
 
     def draw(self, name: str, *inputs: Any) -> Path:
         """Draw `name` with the function of `bnvg.figures.draw` named after it, given `inputs`
-        and the folder; or copy the PNG the same code drew from the same inputs before."""
+        and the folder; or copy the PNG the same code drew from the same inputs before. Under
+        --no-figures, nothing: the path it would have."""
         __tracebackhide__ = True
+        if not self._draws:
+            return self.folder / name
         key = digest(name, source_digest([DRAWING_CODE]), *RENDERER, *fingerprint(inputs))
         path = self.folder / name
 

@@ -22,8 +22,9 @@
   in one process.
 - **The platform** this process computes on, and where it stands with the evidence: its
   identity compared with the reference identity (`snapshots/environment.json`), then looked
-  up among the committed fragments of this experiment at this session's seeds; the sweep's
-  table is read only if it measured this experiment. The rules that follow live in
+  up among the committed fragments at this session's seeds; of the fragments and the sweep's
+  table only the evidence of claims whose key is still this checkout's is read
+  (`bnvg.evidence.fragments`): the rest is stale. The rules that follow live in
   `bnvg.evidence.verdicts`. Without a readable reference identity no run could stand as the
   reference, so a missing or damaged `snapshots/environment.json` stops the session before
   any claim runs (but an update, which writes it).
@@ -44,7 +45,7 @@ import pytest
 
 from bnvg.evidence.fragility import EMPTY, Fragility
 from bnvg.evidence.fragility import load as load_fragility
-from bnvg.evidence.fragments import FragmentStore, experiment_fingerprint, seed_variant_name
+from bnvg.evidence.fragments import FragmentStore, claim_keys, seed_variant_name
 from bnvg.evidence.verdicts import HELD, NEW, REFERENCE, Standing
 from bnvg.experiment import platform
 from bnvg.experiment.platform import TORCH_FACTS_FOLDER, Platform, torch_facts
@@ -72,10 +73,11 @@ class Settings:
     kernels: Mapping[str, str]  # who chose each kernel variable: "user", "reference", "machine"
     sampler_seed: int | None
     init_seed: int | None
-    experiment: str  # the fingerprint of this checkout's experiment (`bnvg.evidence.fragments`)
+    keys: Mapping[str, str]  # each claim's key in this checkout (`bnvg.evidence.fragments`)
     workshop_text: Path | None  # --workshop DIR: the text whose citations are checked
     claims_report: Path | None
     record: Path | None
+    figures: bool = True  # False under --no-figures: what a figure plots is checked, not drawn
 
 
 SETTINGS = pytest.StashKey[Settings]()
@@ -96,16 +98,20 @@ def committed_fragility(config: pytest.Config) -> Fragility:
     return config.stash[FRAGILITY]
 
 
+def stale_claims(config: pytest.Config) -> list[str]:
+    """The claims whose evidence in the committed table is of another key than this
+    checkout's: their code, or what they compute, changed since the sweep."""
+    return committed_fragility(config).stale_claims(settings(config).keys)
+
+
 def evidence_is_stale(config: pytest.Config) -> bool:
-    """Whether the committed table measured another experiment than this checkout's."""
-    table = committed_fragility(config)
-    return table is not EMPTY and table.experiment != settings(config).experiment
+    return bool(stale_claims(config))
 
 
 def fragility(config: pytest.Config) -> Fragility:
-    """The sweep's table, if it measured this experiment; else none: evidence of another
-    experiment is no evidence for this one, and every reading is judged without it."""
-    return EMPTY if evidence_is_stale(config) else committed_fragility(config)
+    """The sweep's table, without the stale claims' readings: evidence of another computation
+    is no evidence for this one, and those readings are judged without it."""
+    return committed_fragility(config).fresh(settings(config).keys)
 
 
 def is_controller(config: pytest.Config) -> bool:
@@ -133,6 +139,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="where the claims draw the workshop's figures (default: the ini option "
         "bnvg_diagrams, else obtained/diagrams/; under --snapshot-update, diagrams/, the record)",
+    )
+    writes.addoption(
+        "--no-figures",
+        dest="bnvg_no_figures",
+        action="store_true",
+        help="check what each figure plots but draw no PNG (what the sweep's jobs run: their "
+        "evidence reads numbers and outcomes, never a picture)",
     )
     writes.addoption(
         "--claims-report",
@@ -388,8 +401,13 @@ def header_line(config: pytest.Config) -> str:
         )
     if seeds is not None:
         where += f"; at {seeds}, another experiment than the workshop's"
-    if evidence_is_stale(config):
-        evidence = "the evidence is stale (it measured another experiment: python -m bnvg.sweep)"
+    stale = stale_claims(config)
+    if stale:
+        n = len(committed_fragility(config).stale_readings(settings(config).keys))
+        evidence = (
+            f"the evidence of {len(stale)} claim{'s' if len(stale) != 1 else ''} ({n} "
+            "readings) is stale: python -m bnvg.sweep computes only them"
+        )
     elif committed_fragility(config) is EMPTY:
         evidence = "no evidence yet (python -m bnvg.sweep)"
     else:
@@ -497,10 +515,11 @@ def pytest_configure(config: pytest.Config) -> None:
         kernels=origins,
         sampler_seed=config.getoption("bnvg_sampler_seed"),
         init_seed=config.getoption("bnvg_init_seed"),
-        experiment=experiment_fingerprint(places),
+        keys=claim_keys(places),
         workshop_text=workshop,
         claims_report=_path(config.getoption("bnvg_claims_report")),
         record=_path(config.getoption("bnvg_record")),
+        figures=not config.getoption("bnvg_no_figures"),
     )
     if is_controller(config):
         _refuse_unwritable(config.stash[SETTINGS])
@@ -712,7 +731,7 @@ def find(here: Platform, s: Settings) -> Standing:
     variant = seed_variant_name(s.sampler_seed, s.init_seed)
     if variant is None and here.id == reference:
         return Standing(REFERENCE, here.id, reference, s.strict)
-    fragment = FragmentStore(s.places.fragments, s.experiment).at_seeds(here.id, variant)
+    fragment = FragmentStore(s.places.fragments, s.keys).at_seeds(here.id, variant)
     if fragment is None:
         return Standing(NEW, here.id, reference, s.strict)
     return Standing(

@@ -109,15 +109,15 @@ def render_claims_report(
     platform: Platform | None,
     invocation: Sequence[str],
     fragility: Fragility,
-    stale: bool = False,
+    stale: Sequence[str] = (),
     cited: Coverage | None = None,
     moved: Sequence[Moved] = (),
     rewritten: Sequence[str] = (),
     uncited: Mapping[str, Sequence[Uncited]] | None = None,
 ) -> str:
-    """The report. `fragility`: the sweep's table of this experiment (empty when `stale`:
-    the committed one measured another experiment); `cited`: what the workshop's text cites;
-    `moved`: the quoted numbers printed otherwise than their snapshots, in log order;
+    """The report. `fragility`: the sweep's table, without the readings of the `stale` claims
+    (whose evidence is of another key than this checkout's); `cited`: what the workshop's
+    text cites; `moved`: the quoted numbers printed otherwise than their snapshots, in log order;
     `rewritten`: what an update did to the text's quotes (and left); `uncited`: with
     --workshop, the numbers of each document's prose that cite no line."""
     path = settings.claims_report or root / "report.md"
@@ -143,9 +143,16 @@ def render_claims_report(
         f"{orders} minibatch orders and {weights} sets of starting weights "
         f"(`{relative(settings.places.fragility_md, root)}`)"
         if fragility.readings
-        else "- the sweep's table: stale, measured for another experiment (`python -m bnvg.sweep`)"
-        if stale
         else "- the sweep's table: none yet (`python -m bnvg.sweep`)",
+        *(
+            [
+                f"- stale evidence: {len(stale)} claim{'s' if len(stale) != 1 else ''} changed "
+                "since the sweep, their readings judged without it (`python -m bnvg.sweep` "
+                "computes only them): " + ", ".join(f"`{c.split('::')[-1]}`" for c in stale)
+            ]
+            if stale
+            else []
+        ),
         "",
         "Each reading: its value here, in the snapshot and in the published log; and the "
         "evidence's two answers, apart. On platforms: robust (every platform prints it alike) "

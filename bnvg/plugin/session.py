@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from bnvg.evidence.fragments import FragmentStore, seed_variant_name, short
+from bnvg.evidence.fragments import seed_variant_name
 from bnvg.evidence.record import ClaimResult, Record
 from bnvg.evidence.tables import Table
 from bnvg.evidence.verdicts import HELD, NEW, REFERENCE, Moved, moved_in_the_recipe
@@ -55,7 +55,6 @@ from bnvg.plugin.options import (
     Settings,
     committed_fragility,
     end_update,
-    evidence_is_stale,
     fragility,
     holds_snapshots,
     is_citation,
@@ -66,6 +65,7 @@ from bnvg.plugin.options import (
     reference_identity,
     sentence_of,
     settings,
+    stale_claims,
     standing,
 )
 from bnvg.plugin.outcomes import NOT_VERIFIED, ClaimOutcome, LogAssembly, assemble_log
@@ -292,7 +292,7 @@ class Controller:
             self.text = self._follow_the_numbers(session)
         if s.claims_report:
             invocation = self.config.invocation_params.args
-            stale = evidence_is_stale(self.config)
+            stale = stale_claims(self.config)
             text = render_claims_report(
                 claims,
                 self.log,
@@ -625,29 +625,36 @@ class Controller:
                 write(f"  {line}")
 
     def _say_stale_evidence(self, terminalreporter: pytest.TerminalReporter) -> None:
-        """Evidence of another experiment: not read, and how to measure this one's."""
-        if not evidence_is_stale(self.config):
+        """The claims whose evidence is of another key than this checkout's: what is not read,
+        and the one command that computes only that again."""
+        stale = stale_claims(self.config)
+        if not stale:
             return
-        s = self.settings
-        store = FragmentStore(s.places.fragments, s.experiment)
-        stale, every = len(store.stale()), len(store.paths())
-        measured = short(committed_fragility(self.config).experiment)
+        table = committed_fragility(self.config)
+        readings = table.stale_readings(self.settings.keys)
         write = terminalreporter.write_line
         terminalreporter.write_sep("-", "the evidence is stale")
+        n = len(stale)
         write(
-            f"The sweep measured another experiment ({measured}) than this checkout's "
-            f"({short(s.experiment)}): its recipe or its reference numbers changed since."
+            f"The evidence of {n} claim{'s' if n != 1 else ''} was computed from other code "
+            "than this checkout's (the claim, or what it computes, changed since the sweep); "
+            f"{'their' if n != 1 else 'its'} {len(readings)} readings are judged without it:"
         )
-        write(
-            f"{stale} of {every} fragments and the sweep's tables are not read: no platform is "
-            "held by them, and no verdict, citation or report relies on them."
-        )
-        write("Measure this experiment (stale fragments are computed again): python -m bnvg.sweep")
+        for claim in stale:
+            owned = sum(1 for r in readings if table.readings[r].claim == claim)
+            write(f"  {claim} ({owned} readings)")
+        write("Every other claim keeps its evidence, on every platform and seed.")
+        write("Compute only these again: python -m bnvg.sweep")
 
 
 def _result(claim: ClaimOutcome) -> ClaimResult:
     return ClaimResult(
-        claim.outcome, claim.owns, tuple(claim.readings), tuple(claim.drift), claim.sentence
+        claim.outcome,
+        claim.owns,
+        tuple(claim.readings),
+        tuple(claim.drift),
+        claim.sentence,
+        tuple(claim.tables),
     )
 
 
@@ -687,7 +694,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         output = config.workeroutput  # type: ignore[attr-defined]
         output[PLATFORM_OUTPUT] = process_platform(config).to_json()
         # Plain tuples: xdist ships only built-in types.
-        output[EVENTS_OUTPUT] = [(e.what, e.kind, e.name, e.detail) for e in config.stash[EVENTS]]
+        output[EVENTS_OUTPUT] = [
+            (e.what, e.kind, e.name, e.detail, e.seconds) for e in config.stash[EVENTS]
+        ]
         if not s.update:
             output[STANDING_OUTPUT] = _standing_of(config)
 

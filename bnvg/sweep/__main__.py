@@ -96,22 +96,23 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def sweep(args: argparse.Namespace) -> int:
+    import dask
     from distributed import Client, LocalCluster
 
-    from bnvg.evidence.fragments import FragmentStore, experiment_fingerprint, short
+    from bnvg.evidence.fragments import FragmentStore, claim_keys
     from bnvg.places import Places
+    from bnvg.runner import selected
     from bnvg.sweep import cluster, merge, report
     from bnvg.sweep.job import pack
 
     places = Places(args.project.resolve())
-    experiment = experiment_fingerprint(places)
-    store = FragmentStore(places.fragments, experiment)
-    stale = store.stale()
-    if stale:
-        print(
-            f"{len(stale)} of {len(store.paths())} fragments measured another experiment than "
-            f"this checkout's ({short(experiment)}): they are stale, and computed again"
-        )
+    keys = claim_keys(places)
+    everything = FragmentStore(places.fragments, keys)
+    # The claims this sweep computes: all, or those its --select picks.
+    store = FragmentStore(places.fragments, selected(keys, args.select))
+    stale = everything.stale()
+    for line in report.stale_evidence(store.stale_claims(), len(store.paths())):
+        print(line)
     if not args.merge_only:
         with contextlib.ExitStack() as running:
             if args.scheduler:
@@ -135,6 +136,11 @@ def sweep(args: argparse.Namespace) -> int:
                 print(cluster.nothing_to_compute(total))
             else:
                 if not args.scheduler:  # a cluster on this machine, only for jobs to run
+                    # Its workers start under the reference kernels, as a claims session
+                    # would set them: numpy reads its cap once, at import, and a worker
+                    # imports numpy before any job runs. So a job under the reference kernels
+                    # runs in the worker itself (`bnvg.sweep.job`).
+                    running.enter_context(dask.config.set(cluster.reference_environment()))
                     local = running.enter_context(
                         LocalCluster(
                             n_workers=args.workers,
@@ -150,9 +156,10 @@ def sweep(args: argparse.Namespace) -> int:
         if failed:
             print(f"{len(failed)} jobs failed ({', '.join(failed)}); the tables were not written")
             return 1
-        # What this sweep could not compute again (another machine's, another torch's) is
-        # no evidence for this experiment: it goes, rather than wait to mislead.
-        for path in store.stale():
+        # A fragment with nothing fresh that this sweep could not compute again (another
+        # machine's, another torch's) is no evidence for any claim: it goes, rather than wait
+        # to mislead. One with fresh parts keeps them.
+        for path in everything.stale():
             path.unlink()
             print(f"deleted a stale fragment: {path.relative_to(places.root)}")
             if not any(path.parent.iterdir()):

@@ -24,7 +24,7 @@ from typing import Any
 from distributed import Client, as_completed
 
 from bnvg.evidence.fragments import Fragment, FragmentStore, Variant
-from bnvg.experiment.platform import NOT_SET, TORCH_REFERENCE, VARIABLES, Platform
+from bnvg.experiment.platform import NOT_SET, TORCH_REFERENCE, VARIABLES, Platform, apply
 from bnvg.sweep.job import run_variant, worker_cache
 from bnvg.sweep.variants import (
     ATEN_AVX512,
@@ -111,6 +111,7 @@ def _worker_machine() -> dict[str, Any]:
 class Job:
     variant: Variant
     workers: tuple[str, ...] | None  # None: any worker
+    claims: tuple[str, ...] | None = None  # the stale claims it computes (None: every claim)
 
 
 def worker_machines(client: Client) -> dict[str, Machine]:
@@ -159,8 +160,30 @@ def plan(
         first = next(iter(sorted(by_cpu.items())))[1]
         reference = machines[first[0]].runs(WORKSHOP).id
         wanted += [(Job(v, on(first)), reference) for v in seed_variants(seeds)]
-    todo = [job for job, pid in wanted if not store.has(pid, job.variant.name)]
+    todo = []
+    for job, pid in wanted:
+        stale = store.to_compute(pid, job.variant.name)
+        if stale:
+            every = len(stale) == len(store.current)
+            todo.append(replace(job, claims=None if every else tuple(stale)))
     return todo, len(wanted)
+
+
+def reference_environment() -> dict[str, dict[str, Any]]:
+    """Dask's configuration for local workers that start under the reference kernels: the
+    variables a claims session sets (`Platform.apply`), marked as bnvg's own so that a job's
+    own process decides torch's again (`--native-kernels`), set before each worker's process
+    is spawned (what Dask's `pre-spawn-environ` is for: numpy reads them at import)."""
+    import dask
+
+    env = dict(os.environ)
+    apply(environ=env)
+    spawned = dict(dask.config.get("distributed.nanny.pre-spawn-environ") or {})
+    spawned.update({k: v for k, v in env.items() if os.environ.get(k) != v})
+    # Two workers may share a core: threads that spin while they wait would starve each
+    # other. Waiting passively changes when a thread runs, never what it computes.
+    spawned.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    return {"distributed.nanny.pre-spawn-environ": spawned}
 
 
 def nothing_to_compute(total: int) -> str:
@@ -206,6 +229,7 @@ def run(
             shared,
             select,
             cache_dir,
+            job.claims,
             # Unique per job: the workshop runs once per platform under one variant name.
             key=f"bnvg-{job.variant.name}-{number}-{session}",
             pure=False,
@@ -214,25 +238,45 @@ def run(
         futures[future] = job
     failed: list[str] = []
     start = time.monotonic()
+    computing = spent = 0.0
     workers = max(1, len(client.scheduler_info()["workers"]))
     for i, future in enumerate(as_completed(futures), start=1):
         job = futures[future]
         try:
-            fragment = Fragment.from_json(future.result())
+            result = future.result()
+            fragment = Fragment.from_json(result["fragment"])
         except Exception as error:  # a job's failure is reported; the others go on
             failed.append(job.variant.name)
             say(f"[{already + i}/{total}] {job.variant.name} FAILED: {error}")
             continue
         store.write(fragment)
+        computing += float(result["computing"])
+        spent += float(result["seconds"])
         elapsed = time.monotonic() - start
-        left = (elapsed / i) * (len(jobs) - i) / min(workers, max(1, len(jobs) - i))
+        # The jobs so far ran `workers` at a time: their wall time per job is the rate at
+        # which the rest will finish (dividing by the workers again would count them twice).
+        left = (elapsed / i) * (len(jobs) - i)
         running = _running(client, futures)
         say(
             f"[{already + i}/{total}] {job.variant.name} on {fragment.platform_id}"
             + (f"; running: {', '.join(running)}" if running else "")
             + (f"; about {_clock(left)} left" if i < len(jobs) else f"; done in {_clock(elapsed)}")
         )
+    if spent:
+        say(floor_said(elapsed, computing, spent, workers))
     return failed
+
+
+def floor_said(elapsed: float, computing: float, spent: float, workers: int) -> str:
+    """The sweep's wall time against its floor: what its jobs spent computing (training,
+    the computed results), shared by its workers."""
+    floor = computing / workers
+    return (
+        f"the sweep took {_clock(elapsed)}; its computations alone took {_clock(computing)} "
+        f"over {workers} worker{'s' if workers != 1 else ''}, a floor of {_clock(floor)}; "
+        f"its jobs spent {_clock(spent - computing)} beyond them "
+        f"({(spent - computing) / spent:.0%} of their time)"
+    )
 
 
 def _executing(dask_worker: Any) -> list[str]:

@@ -1,6 +1,6 @@
 """Merging the fragments into the committed tables, the same bytes whatever produced them.
 
-From every fragment of this experiment under snapshots/evidence/fragments/ and the published
+From the fresh part of every fragment under snapshots/evidence/fragments/ and the published
 log it builds and writes
 
 - fragility.json and .md: per reading, what it printed on every platform, its band, its
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bnvg.evidence.fragility import Rate, from_document, version_key
-from bnvg.evidence.fragments import Fragment, FragmentStore, experiment_fingerprint, short
+from bnvg.evidence.fragments import Fragment, FragmentStore, claim_keys
 from bnvg.experiment.platform import Platform
 from bnvg.log.layout import layout, line_named, line_number, read_published, section_headings
 from bnvg.log.readings import Reading, Value, kind_named
@@ -61,12 +61,11 @@ class Merged:
 
 def reference_platform(fragments: list[Fragment], places: Places) -> str:
     """The reference platform (snapshots/environment.json), which the sweep must have run
-    the workshop on, for this experiment."""
+    the workshop on, with fresh evidence."""
     ran = sorted({f.platform_id for f in fragments if f.variant.axis == "platform"})
     if not ran:
         raise ValueError(
-            "no fragment of the workshop itself for this experiment: run the sweep "
-            "(python -m bnvg.sweep)"
+            "no fresh fragment of the workshop itself: run the sweep (python -m bnvg.sweep)"
         )
     try:
         recorded = Platform.from_json(json.loads(places.environment.read_text())).id
@@ -77,7 +76,7 @@ def reference_platform(fragments: list[Fragment], places: Places) -> str:
     if recorded not in ran:
         raise ValueError(
             f"no fragment of the reference platform {recorded} (snapshots/environment.json) "
-            "for this experiment: run the sweep on a machine with AVX2 (python -m bnvg.sweep)"
+            "with fresh evidence: run the sweep on a machine with AVX2 (python -m bnvg.sweep)"
         )
     return recorded
 
@@ -121,12 +120,9 @@ def _by_seed(fragments: list[Fragment], axis: str, reference: str) -> dict[str, 
     return dict(sorted(chosen.items(), key=lambda kv: kv[1].variant.seed or 0))
 
 
-def merge(fragments: list[Fragment], places: Places, experiment: str) -> Merged:
-    """The tables of the fragments of the experiment `experiment` (every fragment given
-    must have measured it)."""
-    others = sorted({short(f.experiment) for f in fragments if f.experiment != experiment})
-    if others:
-        raise ValueError(f"fragments of other experiments ({', '.join(others)}) cannot be merged")
+def merge(fragments: list[Fragment], places: Places) -> Merged:
+    """The tables of the fragments given: the fresh parts of the committed ones
+    (`FragmentStore.all`), each claim's key beside its evidence."""
     ref_platform = reference_platform(fragments, places)
     ref = next(
         f for f in fragments if f.platform_id == ref_platform and f.variant.axis == "platform"
@@ -173,8 +169,9 @@ def merge(fragments: list[Fragment], places: Places, experiment: str) -> Merged:
         },
         releases=releases,
         reference_release=release(ref.platform),
-        experiment=experiment,
+        keys=ref.keys,
         architectures=architectures,
+        owners=ref.owners,
     )
     outcomes = {
         axis: {"seed-0": ref.claims, **{n: f.claims for n, f in chosen.items()}}
@@ -200,7 +197,7 @@ def merge(fragments: list[Fragment], places: Places, experiment: str) -> Merged:
             values,
             ref.sentences,
             ordered if releases else None,
-            experiment,
+            ref.keys,
             {label: platforms[name].claims for name, label in architectures.items()},
         ),
     )
@@ -283,9 +280,9 @@ def with_findings(
 
 
 def merge_folder(places: Places) -> Merged:
-    """The tables of this checkout's experiment, from its fragments (stale ones left out)."""
-    experiment = experiment_fingerprint(places)
-    return merge(list(FragmentStore(places.fragments, experiment).all()), places, experiment)
+    """The tables of this checkout's claims, from the fresh parts of its fragments."""
+    store = FragmentStore(places.fragments, claim_keys(places))
+    return merge(list(store.all()), places)
 
 
 # -- building fragility.json's document from the fragments' readings -------------------------
@@ -335,8 +332,9 @@ def build_document(
     axes: Mapping[str, str] | None = None,
     releases: Mapping[str, str] | None = None,
     reference_release: str = "",
-    experiment: str = "",
+    keys: Mapping[str, str] | None = None,
     architectures: Mapping[str, str] | None = None,
+    owners: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Merge the sweep's readings into the table's JSON document.
 
@@ -345,8 +343,8 @@ def build_document(
     name, and `seeds` the seed runs to (axis, readings); `releases` maps each other torch
     release ("2.15.0") to its run's name, beside the reference's own (`reference_release`);
     `published` is the published log, kept beside as an observation (it widens no band and
-    counts in no verdict); `line_of` gives each reading's log line; `experiment` is the
-    fingerprint of the experiment every fragment merged measured; `architectures` labels the
+    counts in no verdict); `line_of` gives each reading's log line; `keys` is each claim's
+    key the evidence is of, and `owners` the claim owning each reading; `architectures` labels the
     runs on another architecture than the reference's ("aarch64, Arm Neoverse-N1, emulated").
     Settings (chosen, not
     measured) and readings with no values elsewhere are kept too, so every quoted number has
@@ -375,9 +373,10 @@ def build_document(
             "sometimes": here.sometimes,
             "band": None if band is None else list(band),
             "published": None if said is None else {"value": said.value, "printed": said.printed},
+            "claim": (owners or {}).get(name, ""),
         }
     document: dict[str, Any] = {
-        "experiment": experiment,
+        "keys": dict(sorted((keys or {}).items())),
         "reference": ref_name,
         "variants": dict(variants or {}),
         "axes": dict(axes or {}),
@@ -403,10 +402,10 @@ def build_robustness(
     readings: Mapping[str, Mapping[str, Mapping[str, float | None]]],
     sentences: Mapping[str, str],
     releases: Mapping[str, Mapping[str, str]] | None = None,
-    experiment: str = "",
+    keys: Mapping[str, str] | None = None,
     architectures: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """The robustness document of the experiment with the fingerprint `experiment`.
+    """The robustness document of the claims keyed `keys`.
 
     `outcomes[axis][variant][claim]` is a claim's outcome under one variant of an axis, the
     reference run (seed 0) included in each axis; `readings[axis][variant][name]` likewise a
@@ -451,7 +450,7 @@ def build_robustness(
                     "of": len(finite),
                 }
     return {
-        "experiment": experiment,
+        "keys": dict(sorted((keys or {}).items())),
         "reference": reference,
         "releases": list(releases or {}),
         "architectures": sorted(architectures or {}),

@@ -518,3 +518,16 @@ def render_architectures(fragility: Fragility, robustness: Mapping[str, Any]) ->
         broken = [m for m in seen if m.breaks]
         out += ["", *_statements(broken, failing, "there", "holds"), ""]
     return "\n".join(out)
+
+
+def stale_evidence(stale: Mapping[str, int], fragments: int) -> list[str]:
+    """What the sweep says, before it plans, of the claims whose evidence is stale (each with
+    the number of fragments holding it stale, of `fragments`)."""
+    if not stale:
+        return []
+    said = [
+        f"the evidence of {len(stale)} claim{'s' if len(stale) != 1 else ''} is stale (its "
+        "code, or what it computes, changed since): only they are computed again"
+    ]
+    said += [f"  {claim}: stale in {n} of {fragments} fragments" for claim, n in stale.items()]
+    return said

@@ -1,0 +1,232 @@
+"""Evidence keyed per claim: an edit makes stale exactly the evidence of the claims whose code
+reaches it, and a fragment's fresh part is what the merge and the plugin read.
+
+The keys are read from the source (`bnvg.evidence.fragments.claim_keys`), so an edit of the
+experiment is made in a copy of bnvg imported in a subprocess, and an edit of a claim in a
+copy of claims/.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bnvg.evidence.fragility import Fragility, ReadingEvidence, Seen
+from bnvg.evidence.fragments import Fragment, FragmentStore, Variant, claim_keys
+from bnvg.log.layout import line_named
+from bnvg.log.readings import Reading
+from bnvg.places import Places
+from bnvg.runner import scratch_copy
+
+ROOT = Path(__file__).resolve().parent.parent
+AUTOGRAD = (
+    "claims/test_s2_sigmoid_and_loss.py::test_autograd_gradient_of_bce_wrt_logit_is_p_minus_y"
+)
+SATURATED = "claims/test_s2_sigmoid_and_loss.py::test_sigmoid_slope_at_plus_minus_4_is_0_0177"
+EVAL_BUG = "claims/test_s9_eval_bug.py::test_eval_bug_in_eval_mode_the_net_scores_100_percent"
+DIVERGES = "claims/test_s7_brute_force_vs_depth.py::test_lr_50_diverges_at_depth_4"
+BATCH_NORM_REACHES = (
+    "claims/test_s6_training.py::"
+    "test_batch_norm_net_reaches_90_percent_by_step_100_and_ends_at_100_percent"
+)
+
+KEYS_OF_THE_COPY = """
+import json, sys
+from pathlib import Path
+from bnvg.evidence.fragments import claim_keys
+from bnvg.places import Places
+print(json.dumps(claim_keys(Places(Path(sys.argv[1])))))
+"""
+
+# Each edit, made alone in the copy: the claims whose key it changes, by a subprocess that
+# imports the copy's bnvg (one process for all of them).
+KEYS_AFTER_EACH_EDIT = """
+import json, sys
+from pathlib import Path
+from bnvg.evidence.fragments import claim_keys
+from bnvg.places import Places
+project = Path(sys.argv[1])
+base = claim_keys(Places(project))
+changed = {}
+for name, (file, old, new) in json.loads(sys.argv[2]).items():
+    path = project / file
+    text = path.read_text()
+    assert old in text, f"{old!r} is not in {file}"
+    path.write_text(text.replace(old, new, 1))
+    try:
+        keys = claim_keys(Places(project))
+    finally:
+        path.write_text(text)
+    assert keys.keys() == base.keys()
+    changed[name] = sorted(c for c in base if keys[c] != base[c])
+print(json.dumps(changed))
+"""
+EDITS = {
+    "CHECK_LOGIT": (
+        "bnvg/experiment/config.py",
+        "CHECK_LOGIT, CHECK_LABEL = 2.0, 0.0",
+        "CHECK_LOGIT, CHECK_LABEL = 1.5, 0.0",
+    ),
+    "a bound": (
+        "claims/test_s2_sigmoid_and_loss.py",
+        'holds={"slope": about(0.0177)}',
+        'holds={"slope": about(0.018)}',
+    ),
+    "a docstring": ("bnvg/experiment/train.py", '"""', '"""Edited. '),
+    "a comment": ("bnvg/experiment/config.py", "# S2:", "# S2 (edited):"),
+    "a line break": ("bnvg/experiment/train.py", "def train(", "def train(  \n"),
+    "the SGD loop": (
+        "bnvg/experiment/train.py",
+        "        opt.step()",
+        "        opt.step()\n        pass",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def changed(tmp_path_factory) -> dict[str, list[str]]:
+    """Each edit of `EDITS`, in a copy of the project with its own bnvg: the claims whose key
+    it changed."""
+    project = scratch_copy(ROOT, tmp_path_factory.mktemp("editable") / "project")
+    shutil.copytree(ROOT / "bnvg", project / "bnvg", ignore=shutil.ignore_patterns("__pycache__"))
+    done = subprocess.run(
+        [sys.executable, "-c", KEYS_AFTER_EACH_EDIT, str(project), json.dumps(EDITS)],
+        cwd=project,  # the copy's bnvg, not this checkout's
+        env={"PYTHONPATH": str(project), "PATH": ""},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def test_every_claim_but_the_evidence_ones_has_a_key_read_without_torch():
+    done = subprocess.run(
+        [sys.executable, "-c", KEYS_OF_THE_COPY + "print('torch' in sys.modules)", str(ROOT)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    keys, torch_imported = done.stdout.splitlines()
+    assert torch_imported == "False"
+    claims = json.loads(keys)
+    assert AUTOGRAD in claims and all(len(k) == 64 for k in claims.values())
+    assert not any("half_the_time" in c for c in claims)  # marked `evidence`: no evidence
+
+
+def test_s2s_check_logit_is_read_by_the_autograd_claim_alone(changed):
+    """The acceptance's edit: CHECK_LOGIT 2.0 -> 1.5 changes one claim's key, so every other
+    reading keeps its evidence on every platform and seed."""
+    assert changed["CHECK_LOGIT"] == [AUTOGRAD]
+
+
+def test_a_claims_bound_is_its_own_key(changed):
+    assert changed["a bound"] == [SATURATED]
+
+
+def test_a_comment_a_docstring_or_a_line_break_changes_no_key(changed):
+    assert changed["a docstring"] == changed["a comment"] == changed["a line break"] == []
+
+
+def test_the_sgd_loop_is_read_by_every_claim_of_a_trained_run_and_no_other(changed):
+    edited = changed["the SGD loop"]
+    assert all(c in edited for c in (EVAL_BUG, DIVERGES, BATCH_NORM_REACHES))
+    # At init, nothing trains: S2's functions, S3's weights, S4's measurements, S5's decay.
+    at_init = ("test_s2_", "test_s3_", "test_s4_", "test_s5_", "depth_8_gradient_ratio")
+    assert not any(s in c for c in edited for s in at_init)
+
+
+# -- a fragment's fresh part ------------------------------------------------------------------
+def reading(key: str, value: float) -> Reading:
+    """The first number of log line `key`, at `value`."""
+    [(_, quantity), *_] = line_named(key).template.quantities()
+    return Reading(key, quantity, value)
+
+
+A, B = "claims/a.py::test_a", "claims/b.py::test_b"
+SLOPE = reading("S2 max slope", 0.25)
+RATIO = reading("S2 saturated slope", 0.017663)
+
+
+def fragment(keys: dict[str, str], claims: dict[str, str] | None = None) -> Fragment:
+    """A seed fragment of two claims: A[1] owns the max slope, B the saturated slope, and
+    both checked the plain run's history."""
+    claims = {f"{A}[1]": "passed", B: "failed"} if claims is None else claims
+    owners = {SLOPE.name: A, RATIO.name: B}
+    return Fragment(
+        variant=Variant("init-seed-1", "init", seed=1),
+        platform=json.loads((ROOT / "snapshots" / "environment.json").read_text()),
+        claims=claims,
+        readings={n: r for n, r in ((SLOPE.name, SLOPE), (RATIO.name, RATIO)) if owners[n] in keys},
+        tables={"runs/plain": {"step": [1.0]}},
+        sentences={n: "what it verifies" for n in claims},
+        keys=keys,
+        owners={n: c for n, c in owners.items() if c in keys},
+        checked_by={"runs/plain": tuple(c for c in (A, B) if c in keys)},
+    )
+
+
+def test_a_fragments_fresh_part_holds_the_claims_whose_key_is_unchanged():
+    old = fragment({A: "k1", B: "k2"})
+    current = {A: "k1", B: "k2 edited"}
+    fresh = old.fresh(current)
+    assert fresh.claims == {f"{A}[1]": "passed"}  # by its claim, whatever its parameters
+    assert list(fresh.readings) == [SLOPE.name]
+    assert fresh.tables == old.tables  # one fresh checker is enough: a table is one computation
+    assert old.stale(current) == [B]
+    # A session of the stale claim alone, put over the fresh part: the whole fragment again.
+    redone = fragment({B: "k2 edited"}, claims={B: "passed"})
+    whole = fresh.updated(redone)
+    assert whole.stale(current) == []
+    assert whole.claims == {f"{A}[1]": "passed", B: "passed"}
+    assert set(whole.readings) == {SLOPE.name, RATIO.name}
+    assert Fragment.from_json(whole.to_json()) == whole
+    assert whole.encode() == fragment({A: "k1", B: "k2 edited"}, whole.claims).encode()
+
+
+def test_a_store_computes_only_the_stale_claims_and_keeps_the_rest(tmp_path):
+    keys = {A: "k1", B: "k2"}
+    store = FragmentStore(tmp_path, keys)
+    written = fragment(keys)
+    assert store.to_compute(written.platform_id, "init-seed-1") == [A, B]  # nothing there yet
+    path = store.write(written)
+    store = FragmentStore(tmp_path, {A: "k1", B: "k2 edited"})
+    assert store.to_compute(written.platform_id, "init-seed-1") == [B]
+    assert store.stale_claims() == {B: 1}
+    assert store.stale() == []  # it has a fresh part: kept
+    # What a session of B alone computed goes over the fresh part of what was there.
+    store.write(fragment({B: "k2 edited"}, claims={B: "passed"}))
+    assert store.to_compute(written.platform_id, "init-seed-1") == []
+    assert store.read(path).claims == {f"{A}[1]": "passed", B: "passed"}
+    assert FragmentStore(tmp_path, {"claims/c.py::test_c": "k"}).stale() == [path]
+
+
+def test_the_table_hides_the_readings_of_stale_claims_only():
+    def evidence(name: str, claim: str) -> ReadingEvidence:
+        seen = Seen(1.0, "1.0")
+        return ReadingEvidence(name, 1, "ratio", name, ".1f", 0, seen, {}, {}, claim=claim)
+
+    table = Fragility(
+        readings={"r1": evidence("r1", A), "r2": evidence("r2", B)},
+        keys={A: "k1", B: "k2"},
+    )
+    current = {A: "k1 edited", B: "k2"}
+    assert table.stale_claims(current) == [A]
+    assert table.stale_readings(current) == ["r1"]
+    assert set(table.fresh(current).readings) == {"r2"}
+    assert table.fresh({A: "k1", B: "k2"}) is table
+
+
+def test_the_committed_evidence_is_keyed_by_this_checkouts_claims():
+    """Every committed fragment is of the keyed format, and the sweep's table holds no stale
+    claim: an edit that made some stale must come with the sweep that refreshes it."""
+    places = Places(ROOT)
+    keys = claim_keys(places)
+    table = json.loads(places.fragility_json.read_text())
+    stale = sorted(c for c, k in table["keys"].items() if keys.get(c) != k)
+    assert stale == [], f"stale evidence of {stale}: run python -m bnvg.sweep"
+    store = FragmentStore(places.fragments, keys)
+    assert store.stale_claims() == {}
