@@ -205,59 +205,45 @@ def test_a_killed_sweep_resumes_computing_only_the_missing_fragments_on_any_numb
     assert evidence_bytes(resumed) == evidence_bytes(folder)
 
 
-def test_a_sweep_recomputes_the_stale_fragments_it_can_and_keeps_none_it_cannot(swept, tmp_path):
-    """Evidence of other keys (here: the workshop fragment re-stamped as computed by other
-    code, and one of a machine this sweep cannot run) is no evidence: the sweep computes the
-    first again, deletes the second, and writes the same tables as a sweep that never saw
-    them."""
-    folder, _ = swept
-    stale = tmp_path / "stale"
-    shutil.copytree(folder, stale)
-    store = FragmentStore(stale / "snapshots/evidence/fragments", keys_of(stale))
-    [workshop] = list(store.folder.glob("*/workshop.json.gz"))
-    fragment = store.read(workshop)
-    old = dataclasses.replace(fragment, keys=dict.fromkeys(fragment.keys, "another key"))
-    workshop.write_bytes(old.encode())
-    elsewhere = store.folder / "x86_64-a-machine-gone-elsewhere" / "native.json.gz"
-    elsewhere.parent.mkdir()
-    elsewhere.write_bytes(old.encode())
-    assert len(store.stale()) == 2 and store.at_seeds(workshop.parent.name, None) is None
-    said = sweep(stale, *SEEDS, *QUICK)
-    assert "the evidence of 4 claims is stale" in said
-    assert "claims/test_s1_dataset.py::test_two_moons_figure_is_drawn: stale in 2 of 6" in said
-    assert "1 of 5 jobs to run (4 fragments already there)" in said
-    assert "deleted a stale fragment: snapshots/evidence/fragments/x86_64-a-machine-gone" in said
-    assert not elsewhere.parent.exists() and store.stale() == []
-    assert evidence_bytes(stale) == evidence_bytes(folder)
-    table = json.loads((stale / "snapshots/evidence/fragility.json").read_text())
-    assert table["keys"].items() <= keys_of(stale).items() and table["keys"]
-
-
-def test_an_edited_bound_makes_only_its_claim_stale_and_the_incremental_evidence_is_the_whole(
+def test_a_sweep_after_edits_computes_only_the_stale_claims_and_writes_the_whole_evidence(
     swept, tmp_path
 ):
-    """Edit one claim's bound: the sweep recomputes that claim alone in each of the 5 jobs,
-    every other claim keeps its evidence, and the evidence built a piece at a time is the
-    same bytes as the evidence of a sweep of the edited project from nothing."""
+    """Since `swept`, one claim's bound was edited (its evidence is stale in every fragment),
+    the workshop fragment is re-keyed as computed by other code (as after an edit every claim
+    reads), and a fragment of a machine this sweep cannot run holds nothing fresh. The sweep
+    computes only what is stale (the edited claim in four jobs, every claim in the
+    workshop's), deletes the other machine's fragment, and writes the same bytes as a sweep
+    of the edited project from nothing."""
     folder, _ = swept
     edited = copy_of(folder, tmp_path)
     claim = edited / "claims" / "test_s1_dataset.py"
     text = claim.read_text()
     assert '"std of x1": below(1.0)' in text
     claim.write_text(text.replace('"std of x1": below(1.0)', '"std of x1": below(0.95)'))
-    before = keys_of(folder)
-    after = keys_of(edited)
-    changed = [c for c in before if before[c] != after[c]]
-    assert changed == ["claims/test_s1_dataset.py::test_input_features_have_std_0_890_and_0_511"]
+    before, after = keys_of(folder), keys_of(edited)
+    bound = "claims/test_s1_dataset.py::test_input_features_have_std_0_890_and_0_511"
+    assert [c for c in before if before[c] != after[c]] == [bound]
     store = FragmentStore(edited / "snapshots/evidence/fragments", after)
-    assert store.stale_claims() == dict.fromkeys(changed, 5)  # stale in all 5, nothing else
+    assert store.stale_claims() == {bound: 5}  # stale in all 5 fragments, and nothing else
+    [workshop] = list(store.folder.glob("*/workshop.json.gz"))
+    fragment = store.read(workshop)
+    rekeyed = dataclasses.replace(fragment, keys=dict.fromkeys(fragment.keys, "another key"))
+    workshop.write_bytes(rekeyed.encode())
+    elsewhere = store.folder / "x86_64-a-machine-gone-elsewhere" / "native.json.gz"
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(rekeyed.encode())
+    assert set(store.stale()) == {workshop, elsewhere}
 
     said = sweep(edited, *SEEDS, *QUICK)
-    assert "the evidence of 1 claim is stale" in said
+    assert "the evidence of 4 claims is stale" in said
+    assert f"{bound}: stale in 6 of 6 fragments" in said
+    assert "claims/test_s1_dataset.py::test_two_moons_figure_is_drawn: stale in 2 of 6" in said
     assert "5 of 5 jobs to run" in said
-    assert store.stale_claims() == {}
+    assert "deleted a stale fragment: snapshots/evidence/fragments/x86_64-a-machine-gone" in said
+    assert not elsewhere.parent.exists() and store.stale() == [] and store.stale_claims() == {}
     table = json.loads((edited / "snapshots/evidence/fragility.json").read_text())
     assert table["readings"]["S1 feature std, std of x1"]["bound"] == ["<", 0.95]
+    assert table["keys"].items() <= after.items() and table["keys"]
 
     whole = fresh_project_keeping_the_cache_of(folder, tmp_path / "whole")
     (whole / "claims" / "test_s1_dataset.py").write_text(claim.read_text())

@@ -23,6 +23,7 @@ import atexit
 import io
 import os
 import shutil
+import sys
 import tarfile
 import tempfile
 import time
@@ -113,6 +114,16 @@ _UNPACKED: dict[str, Path] = {}
 def _project_here(project: bytes) -> Path:
     name = digest(project)[:16]
     if name not in _UNPACKED:
+        # Another project's claims (a later sweep of an edited checkout, on a long-lived
+        # worker) were imported under the same module names from another folder: forget
+        # them, or pytest would refuse this project's as a mismatch.
+        for old in _UNPACKED.values():
+            for module, loaded in list(sys.modules.items()):
+                file = getattr(loaded, "__file__", None)
+                if file and Path(file).resolve().is_relative_to(old.resolve()):
+                    del sys.modules[module]
+            shutil.rmtree(old.parent, ignore_errors=True)
+        _UNPACKED.clear()
         root = Path(tempfile.mkdtemp(prefix="bnvg-sweep-worker-")) / "project"
         unpack(project, root)
         atexit.register(shutil.rmtree, root.parent, ignore_errors=True)
