@@ -84,15 +84,10 @@ def code_key(function: Callable[..., Any], roots: Iterable[Path] | None = None) 
     return digest(*sorted(_code_slice(function, roots)))
 
 
-def code_key_at(file: Path, qualname: str, roots: Iterable[Path]) -> str:
-    """`code_key` of the definition `qualname` in `file`, from the source alone: nothing is
-    imported (a claim's key is read without importing the claim, or torch). Keys read one
-    after the other share what they found of the modules (`code_keys_at`)."""
-    return code_keys_at([(file, qualname)], roots)[0]
-
-
 def code_keys_at(definitions: Sequence[tuple[Path, str]], roots: Iterable[Path]) -> list[str]:
-    """`code_key_at` of each (file, qualname), the modules found and parsed once for all."""
+    """`code_key` of the definition `qualname` in `file`, for each (file, qualname), from the
+    source alone: nothing is imported (a claim's key is read without importing the claim, or
+    torch). The modules are found and parsed once for all."""
     project = _Project(tuple(root.resolve() for root in roots))
     return [_key_at(file, qualname, project) for file, qualname in definitions]
 
@@ -164,13 +159,12 @@ def _code_slice(function: Callable[..., Any], roots: Iterable[Path] | None) -> s
     path = Path(file).resolve()
     # bnvg (this file's package), and the function's own folder (claims/test_*.py).
     folders = (Path(__file__).parent, path.parent) if roots is None else roots
-    return _slice_at(path, module, qualname, folders)
+    return _slice_at(path, module, qualname, _Project(tuple(f.resolve() for f in folders)))
 
 
-def _slice_at(path: Path, module: str, qualname: str, roots: Iterable[Path] | _Project) -> set[str]:
+def _slice_at(path: Path, module: str, qualname: str, project: _Project) -> set[str]:
     """The parts of the definition `qualname` in the file `path`, read as module `module`:
     from the source alone, without importing it (only the packages of what it imports)."""
-    project = roots if isinstance(roots, _Project) else _Project(tuple(r.resolve() for r in roots))
     source = project.add(module, path)
     first, *inner = qualname.split(".")
     found = source.definitions.get(first, ())
@@ -228,7 +222,7 @@ class _Project:
     def add(self, name: str, path: Path) -> _Source:
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         source = self.modules[name] = _parsed(path.read_bytes(), package)
-        if not any(path.resolve().is_relative_to(root) for root in self.roots):
+        if not _under(path, self.roots):
             self.foreign.add(name)
         return source
 
@@ -308,16 +302,18 @@ class _Project:
         return self.meaning(module, imported.name, attribute=True, seen=seen)
 
 
+def _under(path: Path, roots: tuple[Path, ...]) -> bool:
+    """Whether `path` lies under one of `roots` (resolved): the project's."""
+    path = path.resolve()
+    return any(path.is_relative_to(root) for root in roots)
+
+
 @cache  # where a module lives changes only when files come or go: looked up once per process
 def _locate(name: str, roots: tuple[Path, ...]) -> tuple[Path | None, str] | None:
     """The file of the module `name` and its package, if it is the project's (under one of
     `roots`; a namespace package has no file): the top-level package found by `find_spec`
     (which imports nothing for a top-level name), the rest by its folders. Never by importing
     a parent: `bnvg.experiment.runtime` imports torch."""
-
-    def ours(path: Path) -> bool:
-        path = path.resolve()
-        return any(path.is_relative_to(root) for root in roots)
 
     top, *rest = name.split(".")
     try:
@@ -330,19 +326,19 @@ def _locate(name: str, roots: tuple[Path, ...]) -> tuple[Path | None, str] | Non
     if not rest:
         if spec.origin and spec.has_location and spec.origin.endswith(".py"):
             path = Path(spec.origin)
-            return (path, name if folders else "") if ours(path) else None
-        return (None, name) if any(ours(folder) for folder in folders) else None
+            return (path, name if folders else "") if _under(path, roots) else None
+        return (None, name) if any(_under(folder, roots) for folder in folders) else None
     for i, part in enumerate(rest):
         last = i == len(rest) - 1
         if any((folder / part / "__init__.py").is_file() for folder in folders):
             folder = next(f for f in folders if (f / part / "__init__.py").is_file()) / part
             if last:
                 init = folder / "__init__.py"
-                return (init, name) if ours(init) else None
+                return (init, name) if _under(init, roots) else None
             folders = [folder]
         elif last and any((folder / f"{part}.py").is_file() for folder in folders):
             path = next(f / f"{part}.py" for f in folders if (f / f"{part}.py").is_file())
-            return (path, name.rpartition(".")[0]) if ours(path) else None
+            return (path, name.rpartition(".")[0]) if _under(path, roots) else None
         else:
             return None
     return None

@@ -85,6 +85,7 @@ SETTINGS = pytest.StashKey[Settings]()
 # (citations run in the controller's process).
 UNCITED = pytest.StashKey[dict[str, list[Uncited]]]()
 FRAGILITY = pytest.StashKey[Fragility]()
+FRESH_FRAGILITY = pytest.StashKey[Fragility]()  # its fresh part
 
 
 def settings(config: pytest.Config) -> Settings:
@@ -110,8 +111,12 @@ def evidence_is_stale(config: pytest.Config) -> bool:
 
 def fragility(config: pytest.Config) -> Fragility:
     """The sweep's table, without the stale claims' readings: evidence of another computation
-    is no evidence for this one, and those readings are judged without it."""
-    return committed_fragility(config).fresh(settings(config).keys)
+    is no evidence for this one, and those readings are judged without it (found once per
+    process: every claim asks)."""
+    if FRESH_FRAGILITY not in config.stash:
+        table = committed_fragility(config).fresh(settings(config).keys)
+        config.stash[FRESH_FRAGILITY] = table
+    return config.stash[FRESH_FRAGILITY]
 
 
 def is_controller(config: pytest.Config) -> bool:
