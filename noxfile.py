@@ -8,7 +8,7 @@
 Each session makes a fresh virtual environment with that Python, installs the project with
 its pinned dependencies (`pip install -e '.[dev]'`), then runs `pytest claims/` and
 `pytest claims/ tests/`, then compares what they wrote with the committed log and figures
-(`python -m bnvg.runner`), and fails if anything differs. On Python 3.11 pip takes the CPU
+(`python -m claimlog.runner`), and fails if anything differs. On Python 3.11 pip takes the CPU
 build of torch 2.13.0 from this machine's disk; on 3.12 and 3.13 it takes torch 2.13.0 from
 the package index, a CUDA build of several GB, which computes on the CPU here, and whose name
 the log's versions line carries: the one difference the comparison is told to expect
@@ -80,7 +80,7 @@ def tests(session: nox.Session) -> None:
     expected = [] if torch == reference else ["--other-torch-build"]
     if expected:
         session.log(f"torch {torch}, not the reference's {reference}: {expected[0]}")
-    session.run("python", "-m", "bnvg.runner", str(out), *expected)
+    session.run("python", "-m", "claimlog.runner", str(out), *expected)
 
 
 # nbval, the pytest plugin notebook authors check stored outputs with, and the kernel it runs.
@@ -142,7 +142,7 @@ def _release_session(release: str) -> None:
     def release_session(session: nox.Session) -> None:
         session.install("-r", f"requirements/torch-{release}.txt", *_dependencies_but_torch())
         session.install("--no-deps", "-e", ".")
-        session.run("python", "-m", "bnvg.sweep", "--release", *session.posargs)
+        session.run("python", "-m", "claimlog.sweep", "--release", *session.posargs)
 
     release_session.__doc__ = (
         f"The workshop's claims on torch {release} under the reference kernels: its fragment "

@@ -12,7 +12,7 @@ Each round runs, one after the other,
   and with --suite `pytest claims/ tests/` (the README's second command, in this checkout,
                                   after its first: the claims warm, the project's tests
                                   training what they test),
-the claims started as the project's tests start them (`bnvg.runner.run_claims`), writing into
+the claims started as the project's tests start them (`claimlog.runner.run_claims`), writing into
 a scratch folder, and each checked by its session record: a failed run is no timing, and a
 warm run that trained anything is refused.
 so a machine that slows down or speeds up during the benchmark affects all three alike. It
@@ -44,8 +44,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bnvg.experiment.platform import apply as apply_reference_kernels
-from bnvg.runner import environment, run_claims
+from claimlog.platform import apply as apply_reference_kernels
+from claimlog.runner import environment, run_claims
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SCRIPT = ROOT.parent / "shared" / "seed" / "experiment.py"
@@ -302,8 +302,8 @@ def main() -> None:
             print(f"{depth:>5} {plain:>8.2f} {bn:>11.2f}")
 
     if args.write_docs:
-        from bnvg.experiment.platform import cpu, cpu_flags
-        from bnvg.store import atomic_write
+        from claimlog.platform import cpu, cpu_flags
+        from claimlog.store import atomic_write
 
         caption = cpu_caption(
             cpu(), cpu_flags(), os.cpu_count(), args.rounds, time.strftime("%Y-%m-%d")

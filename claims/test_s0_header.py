@@ -21,7 +21,7 @@ def test_the_log_names_the_torch_and_numpy_that_computed_it(
     # not, and its results' keys name the thread count they were computed with.
     torch = sys.modules.get("torch")
     if torch is not None:
-        assert torch.get_num_threads() == pytestconfig.getoption("bnvg_torch_threads")
+        assert torch.get_num_threads() == pytestconfig.getoption("claimlog_torch_threads")
     assert workshop.seed == 0
     assert torch_platform["torch"].split("+")[0] == metadata.version("torch").split("+")[0]
     results_log.write(fill.versions(torch_platform["torch"], metadata.version("numpy")))

@@ -6,7 +6,7 @@ import pytest
 from bnvg.experiment.data import points_inside_the_other_class
 from bnvg.figures import series
 from bnvg.log import fill
-from bnvg.log.readings import at_least, below, exactly
+from claimlog import at_least, below, exactly
 
 
 @pytest.mark.log_lines("S1 samples")

@@ -7,7 +7,7 @@ import pytest
 
 from bnvg.figures import series
 from bnvg.log import fill
-from bnvg.log.readings import about, at_most
+from claimlog import about, at_most
 
 AUTOGRAD_LINES = ["S2 autograd check", "S2 autograd p", "S2 autograd formula", "S2 autograd dL/dz"]
 

@@ -3,7 +3,7 @@
 import pytest
 
 from bnvg.log import fill
-from bnvg.log.readings import about, below, exactly
+from claimlog import about, below, exactly
 
 CHECKSUM_LINES = ["S3 checksum plain", "S3 checksum bn", "S3 identical weights"]
 

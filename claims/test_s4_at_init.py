@@ -11,7 +11,7 @@ import pytest
 from bnvg.figures import series
 from bnvg.log import fill
 from bnvg.log.layout import FIGURES
-from bnvg.log.readings import about, above, at_most, below, exactly
+from claimlog import about, above, at_most, below, exactly
 
 DEPTH = 4
 

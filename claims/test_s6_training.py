@@ -7,7 +7,7 @@ import pytest
 
 from bnvg.experiment.data import points_inside_the_other_class
 from bnvg.log import fill
-from bnvg.log.readings import about, at_most, below, exactly
+from claimlog import about, at_most, below, exactly
 
 LN2 = math.log(2)
 

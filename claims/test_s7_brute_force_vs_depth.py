@@ -6,7 +6,7 @@ import pytest
 
 from bnvg.experiment.config import DEEP_DEPTH, DEEP_LRS, NetSpec
 from bnvg.log import fill
-from bnvg.log.readings import about, above, at_least, at_most, below
+from claimlog import about, above, at_least, at_most, below
 
 LN2 = math.log(2)
 

@@ -3,13 +3,11 @@ same seed and trained with the same recipe as the S6 nets."""
 
 import pytest
 
-from bnvg.evidence.fragility import Rate
-from bnvg.evidence.fragments import seed_variant_name
 from bnvg.experiment.config import NetSpec
 from bnvg.figures import series
 from bnvg.log import fill
 from bnvg.log.layout import S8_VARIANTS
-from bnvg.log.readings import about, above, at_least, below
+from claimlog import Rate, about, above, at_least, below, seed_variant_name
 
 # The S8 table's names for the runs of bnvg.experiment.runs.RUNS ("plain sigmoid" and
 # "batch norm" are the S6 runs).
@@ -155,7 +153,7 @@ def test_layer_norm_reaches_90_percent_only_about_half_the_time(
     here = runs.get("layer norm").history.final_acc * 100
     # This run's own seeds: an exploratory --sampler-seed 5 is compared with the sweep's
     # sampler-seed-5, never with the workshop's seed 0.
-    seeds = seed_variant_name(workshop.sampler_seed, workshop.init_seed)
+    seeds = seed_variant_name({"sampler": workshop.sampler_seed, "init": workshop.init_seed})
     seen = evidence.at_seeds(platform_standing.platform, seeds)
     if seen is not None:  # a platform or seed new to the evidence has no entry to agree with
         where = f"at {seeds}" if seeds else "at the workshop's seeds"

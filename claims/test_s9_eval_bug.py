@@ -6,7 +6,7 @@ Every claim here selects with `pytest -k eval_bug`, which trains that one networ
 import pytest
 
 from bnvg.log import fill
-from bnvg.log.readings import at_most, exactly
+from claimlog import at_most, exactly
 
 pytestmark = pytest.mark.runs("batch norm")
 

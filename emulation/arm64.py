@@ -277,7 +277,7 @@ def compute(python: Path, cpu: str, script_seconds: float) -> None:
         "fragment is missing)"
     )
     with progress(cpu):
-        run(python, "-m", "bnvg.sweep", "--release", "--workers=1", cwd=ROOT)
+        run(python, "-m", "claimlog.sweep", "--release", "--workers=1", cwd=ROOT)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ import pytest
 # any of them (the claims import torch only when they compute).
 import torch
 
-from bnvg.runner import ClaimsRun, claims_command, environment, run_claims, scratch_copy
+from claimlog.runner import ClaimsRun, claims_command, environment, run_claims, scratch_copy
 
 pytest_plugins = ["pytester"]
 
@@ -160,8 +160,8 @@ KERNEL_VARIABLES = ("ATEN_", "MKL_", "ONEDNN_", "DNNL_", "NPY_", "OMP_", "KMP_",
 
 def _script_inputs_key():
     """A digest of what the script's log is computed from (see `SCRIPT_LOGS`)."""
-    from bnvg.experiment.platform import cpu, cpu_flags
-    from bnvg.store import digest
+    from claimlog.platform import cpu, cpu_flags
+    from claimlog.store import digest
 
     packages = sorted(
         f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions()
@@ -185,8 +185,8 @@ def _kept_script_log(request):
     (`-p no:cacheprovider`), no script, or a session told to compute everything again."""
     config = request.config
     cache = getattr(config, "cache", None)
-    recompute = config.getoption("bnvg_recompute", False) or config.getoption(
-        "bnvg_strict_numbers", False
+    recompute = config.getoption("claimlog_recompute", False) or config.getoption(
+        "claimlog_strict_numbers", False
     )
     if cache is None or recompute or not (REFERENCE_LOG.exists() and SCRIPT.exists()):
         return None
@@ -286,7 +286,7 @@ def workshop_script_log(shared_folder, _kept_script_log):
     run = _finished(shared_folder / "script", "the workshop script")
     log = Path(run.stdout.strip()).read_bytes()  # reference-log prints the log's path
     if kept is not None:
-        from bnvg.store import replacing
+        from claimlog.store import replacing
 
         with replacing(kept) as tmp:  # the bytes as the script wrote them, whole or not at all
             tmp.write_bytes(log)
@@ -414,6 +414,16 @@ def claims_here(_dynamo_imported, outside_xdist, pytester, tmp_path):
     return run
 
 
+# The pytest configuration of a scratch project that runs this workshop's claims.
+WORKSHOP_INI = "[pytest]\nclaimlog_declaration = bnvg.workshop:DECLARATION\n"
+
+
+@pytest.fixture
+def workshop_ini():
+    """The pytest configuration of a scratch project that runs this workshop's claims."""
+    return WORKSHOP_INI
+
+
 S5 = "test_s5_geometric_decay"  # the claims that train nothing: the cheapest whole section
 
 
@@ -421,7 +431,7 @@ S5 = "test_s5_geometric_decay"  # the claims that train nothing: the cheapest wh
 def s5_project(pytester, outside_xdist):
     """A scratch project in pytester's folder holding the plugin, the S5 claims and all their
     snapshots, with the reference identity as committed."""
-    shutil.copy(ROOT / "conftest.py", pytester.path / "conftest.py")
+    pytester.makeini(WORKSHOP_INI)
     (pytester.path / "claims").mkdir()
     shutil.copy(ROOT / "claims" / f"{S5}.py", pytester.path / "claims" / f"{S5}.py")
     parts = (
@@ -460,7 +470,7 @@ def run_with_text():
 
 @pytest.fixture
 def kill_on_the_second_rename(monkeypatch):
-    """Call it to arm: from then on, bnvg's atomic writes (`bnvg.store.replacing`, each one
+    """Call it to arm: from then on, bnvg's atomic writes (`claimlog.store.replacing`, each one
     rename) put the first file in place and raise KeyboardInterrupt at the second, as a kill
     between two renames would. The test disarms it with `monkeypatch.undo()`."""
     replace = os.replace
@@ -473,7 +483,7 @@ def kill_on_the_second_rename(monkeypatch):
         replace(source, target)
 
     def arm():
-        monkeypatch.setattr("bnvg.store.os.replace", killed)
+        monkeypatch.setattr("claimlog.store.os.replace", killed)
 
     return arm
 
@@ -500,13 +510,13 @@ class CommittedLog:
 
     def check(self, produced):
         __tracebackhide__ = True
-        from bnvg.log.layout import line_number
-        from bnvg.runner import differing_lines, only_the_torch_build_differs
+        from claimlog.log.lines import line_number
+        from claimlog.runner import differing_lines, only_the_torch_build_differs
 
         if produced == self.bytes:
             return
         here, there = produced.decode(), self.bytes.decode()
-        # The rule `python -m bnvg.runner --other-torch-build` applies, and this process's
+        # The rule `python -m claimlog.runner --other-torch-build` applies, and this process's
         # torch is the build the line names.
         moved = differing_lines(here, there)
         assert only_the_torch_build_differs(here, there), (
@@ -528,8 +538,8 @@ def own_evidence():
     """Writes a sweep table into a test project as evidence of *its* claims: stamped with
     their keys, as the sweep stamps the tables it merges (evidence of another key is not
     read)."""
-    from bnvg.evidence.fragments import claim_keys
-    from bnvg.places import Places
+    from claimlog.evidence.fragments import claim_keys
+    from claimlog.places import Places
 
     def write(project, table):
         places = Places(project)

@@ -1,13 +1,16 @@
 """The layout draws the architecture: imports flow one way, and each folder keeps its promise.
 
-Imports inside a function count as much as those at the top. Across bnvg, what runs never
-circles back; inside each folder (a room: experiment/, plugin/, ...) the modules are layers,
-and not even an import made for type checking only reaches up.
+Imports inside a function count as much as those at the top. Two packages: claimlog, the
+engine, imports nothing of any workshop (not even for type checking), and bnvg, this
+workshop, is written on it. Across both, what runs never circles back; inside each folder (a
+room: experiment/, plugin/, ...) the modules are layers, and not even an import made for
+type checking only reaches up.
 
-- experiment/: torch and numpy, no pytest, no text (it imports nothing of the log);
-- log/ and evidence/: no torch and no pytest at run time (the xdist controller writes the log
-  from its workers' readings without importing torch);
-- plugin/: the only user of pytest; its modules load without torch, matplotlib or pandas.
+- bnvg/experiment/: torch and numpy, no pytest, no text (it imports nothing of the log);
+- the log and claimlog/evidence/: no torch and no pytest at run time (the xdist controller
+  writes the log from its workers' readings without importing torch);
+- claimlog/plugin/ and the workshop's own plugin (bnvg/fixtures.py): the only users of pytest,
+  with the runner; they load without torch, matplotlib or pandas.
 """
 
 import ast
@@ -18,7 +21,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGE = ROOT / "bnvg"
+ENGINE = ROOT / "claimlog"
+# Package name -> folder: every workshop in this repository.
+WORKSHOPS = {"bnvg": ROOT / "bnvg", "dropout": ROOT / "workshops" / "dropout" / "dropout"}
 
 
 def _type_checking_only(test: ast.expr) -> bool:
@@ -33,7 +38,7 @@ def imports_of(source, package, *, typing=False):
     top, or inside a function or a method, which imports when it runs and so depends on the
     module all the same.
 
-    `from a.b import c` names `a.b` and `a.b.c` (c may be a submodule: `from bnvg.sweep import
+    `from a.b import c` names `a.b` and `a.b.c` (c may be a submodule: `from claimlog.sweep import
     report`); a relative import is made absolute. Without `typing`, what is imported only for
     type checking (the body of `if TYPE_CHECKING:`, not its `else`) is left out: it never runs.
     """
@@ -61,10 +66,15 @@ def imports_of(source, package, *, typing=False):
     return found
 
 
-MODULES = {
-    ".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
-    for p in PACKAGE.rglob("*.py")
-}
+def modules_of(package: Path) -> dict[str, Path]:
+    return {
+        ".".join(p.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in package.rglob("*.py")
+    }
+
+
+ENGINE_MODULES = modules_of(ENGINE)
+MODULES = {**ENGINE_MODULES, **modules_of(WORKSHOPS["bnvg"])}
 
 
 def package_of(module):
@@ -110,8 +120,17 @@ def cycle_in(graph):
     return next((c for c in map(visit, sorted(graph)) if c), None)
 
 
+@pytest.mark.parametrize("module", sorted(ENGINE_MODULES))
+def test_the_engine_imports_nothing_of_a_workshop(module):
+    """claimlog knows no workshop: what it needs of one, the workshop declares
+    (`claimlog.declaration`). Not even for type checking, nor inside a function."""
+    imports = imports_of(ENGINE_MODULES[module].read_text(), package_of(module), typing=True)
+    assert not {i for i in imports if i.split(".")[0] in WORKSHOPS}
+
+
 def test_bnvg_has_no_import_cycle():
-    """At run time, bnvg's imports flow one way, function-level imports included."""
+    """At run time, the imports of claimlog and bnvg flow one way, function-level imports
+    included."""
     cycle = cycle_in(import_graph(set(MODULES)))
     assert cycle is None, " -> ".join(cycle)
 
@@ -120,7 +139,7 @@ def test_bnvg_has_no_import_cycle():
 ROOMS = {
     room: {m for m, p in MODULES.items() if p.parent == folder}
     for folder in sorted({p.parent for p in MODULES.values()})
-    for room in [".".join(folder.relative_to(PACKAGE.parent).parts)]
+    for room in [".".join(folder.relative_to(ROOT).parts)]
 }
 
 
@@ -137,12 +156,12 @@ def test_no_import_cycle_within_a_room(room):
 def test_imports_count_function_bodies_submodules_and_relative_imports():
     source = (
         "from typing import TYPE_CHECKING\n"
-        "import bnvg.store\n"
-        "from bnvg.sweep import report\n"
+        "import claimlog.store\n"
+        "from claimlog.sweep import report\n"
         "from .runs import RunSpec\n"
         "from .. import places\n"
         "if TYPE_CHECKING:\n"
-        "    from bnvg.plugin.session import ClaimOutcome\n"
+        "    from claimlog.plugin.session import ClaimOutcome\n"
         "else:\n"
         "    from bnvg.log import layout\n"
         "def train():\n"
@@ -153,16 +172,16 @@ def test_imports_count_function_bodies_submodules_and_relative_imports():
     )
     at_run_time = imports_of(source, "bnvg.experiment")
     assert {
-        "bnvg.store",
-        "bnvg.sweep.report",
+        "claimlog.store",
+        "claimlog.sweep.report",
         "bnvg.experiment.runs",
         "bnvg.places",
         "bnvg.log.layout",
         "bnvg.experiment.train",
         "bnvg.figures.draw",
     } <= at_run_time
-    assert "bnvg.plugin.session" not in at_run_time
-    assert "bnvg.plugin.session" in imports_of(source, "bnvg.experiment", typing=True)
+    assert "claimlog.plugin.session" not in at_run_time
+    assert "claimlog.plugin.session" in imports_of(source, "bnvg.experiment", typing=True)
 
 
 def test_a_cycle_closed_inside_a_function_is_found():
@@ -181,12 +200,12 @@ def test_a_cycle_closed_inside_a_function_is_found():
 
 
 @pytest.mark.parametrize(
-    "module", sorted(m for m in MODULES if m.startswith(("bnvg.plugin", "bnvg.evidence")))
+    "module", sorted(m for m in MODULES if m.startswith(("claimlog.plugin", "claimlog.evidence")))
 )
 def test_neither_the_plugin_nor_the_evidence_imports_the_sweep(module):
     """The sweep builds evidence; what judges a run (and the plugin that runs it) never
     needs the machinery that builds it."""
-    assert not {i for i in runtime_imports(MODULES[module]) if i.startswith("bnvg.sweep")}
+    assert not {i for i in runtime_imports(MODULES[module]) if i.startswith("claimlog.sweep")}
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("bnvg.experiment")))
@@ -195,13 +214,17 @@ def test_the_experiment_knows_neither_pytest_nor_the_logs_text(module):
     assert not {
         i
         for i in imports
-        if i.split(".")[0] == "pytest" or i.startswith(("bnvg.log", "bnvg.evidence", "bnvg.plugin"))
+        if i.split(".")[0] == "pytest"
+        or i.startswith(("bnvg.log", "claimlog.evidence", "claimlog.plugin"))
     }
 
 
 def test_the_log_the_evidence_and_the_plugin_load_without_torch_matplotlib_or_pandas():
     modules = sorted(
-        m for m in MODULES if m.startswith(("bnvg.log", "bnvg.evidence", "bnvg.plugin"))
+        m
+        for m in MODULES
+        if m.startswith(("bnvg.log", "claimlog.log", "claimlog.evidence", "claimlog.plugin"))
+        or m in ("bnvg.fixtures", "bnvg.workshop")
     )
     probe = (
         "import importlib, sys\n"
@@ -218,7 +241,7 @@ TORCH_FREE_EXPERIMENT = (
     "bnvg.experiment.config",
     "bnvg.experiment.data",
     "bnvg.experiment.facts",
-    "bnvg.experiment.platform",
+    "claimlog.platform",
     "bnvg.experiment.results",
     "bnvg.experiment.runs",
     "bnvg.figures.series",
@@ -237,11 +260,13 @@ def test_the_claims_and_what_they_read_load_without_torch():
     assert done.stdout.strip() == "[]"
 
 
-def test_only_the_plugin_and_the_runner_import_pytest():
-    """The runner starts claims sessions (a sweep's worker runs them in its own process)."""
+def test_only_the_plugins_and_the_runner_import_pytest():
+    """claimlog's plugin and the workshop's own (its fixtures); the runner starts claims
+    sessions (a sweep's worker runs them in its own process)."""
     users = {
         m
         for m, p in MODULES.items()
         if any(i.split(".")[0] in ("pytest", "_pytest") for i in runtime_imports(p))
     }
-    assert users and all(m.startswith("bnvg.plugin") or m == "bnvg.runner" for m in users)
+    plugins = ("claimlog.runner", "bnvg.fixtures")
+    assert users and all(m.startswith("claimlog.plugin") or m in plugins for m in users)

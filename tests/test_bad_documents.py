@@ -1,7 +1,7 @@
 """A document of the workshop's text that cannot be read fails alone: one failed item naming
 the file and saying why in one line, while the claims and every other document still run,
-and nothing is written, under an update neither (`bnvg.plugin.citations`,
-`bnvg.text.documents`)."""
+and nothing is written, under an update neither (`claimlog.plugin.citations`,
+`claimlog.text.documents`)."""
 
 import json
 import os
@@ -9,7 +9,7 @@ import os
 import pytest
 from nbformat.v4 import new_markdown_cell, new_notebook
 
-from bnvg.text.documents import UnreadableDocument, passages, text_files
+from claimlog.text.documents import UnreadableDocument, passages, text_files
 
 RIGHT = "A factor of 0.9 leaves 6.56e-01 after 4 layers (line 58)."
 WRONG = "A factor of 0.5 leaves 6.26e-02 after 4 layers (line 59)."  # fails, if ever read

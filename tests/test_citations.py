@@ -2,9 +2,9 @@
 
 import pytest
 
-from bnvg.evidence.fragility import EMPTY
-from bnvg.log.readings import FRACTION, MAGNITUDE, RATIO, SETTING, Quantity, Reading
-from bnvg.text.citations import CitedLine, check, find_citations, rounds_to, says
+from claimlog.evidence.fragility import EMPTY
+from claimlog.log.readings import FRACTION, MAGNITUDE, RATIO, SETTING, Quantity, Reading
+from claimlog.text.citations import CitedLine, check, find_citations, rounds_to, says
 
 
 @pytest.mark.parametrize(
@@ -121,7 +121,7 @@ import json  # noqa: E402
 import textwrap  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from bnvg.log.layout import line_named  # noqa: E402
+from claimlog.log.lines import line_named  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CITED = [
@@ -161,10 +161,10 @@ def committed_line(key):
 
 
 @pytest.fixture
-def workshop(pytester, own_evidence):
+def workshop(pytester, own_evidence, workshop_ini):
     """A suite whose claims write the committed lines cited below, and the committed table."""
-    pytester.makeconftest('pytest_plugins = ["bnvg.plugin"]\n')
-    source = "import json, pytest\nfrom bnvg.log.layout import LogLine\n"
+    pytester.makeini(workshop_ini)
+    source = "import json, pytest\nfrom claimlog.log.lines import LogLine\n"
     for i, key in enumerate(CITED):
         payload = json.dumps(committed_line(key).to_json())
         source += textwrap.dedent(f"""
@@ -296,7 +296,7 @@ def test_the_3015x_headline_holds_for_line_40_with_a_note_on_other_starting_weig
 
 
 def test_coverage_names_the_lines_cited_never_cited_and_cited_but_unverified():
-    from bnvg.text.citations import coverage
+    from claimlog.text.citations import coverage
 
     lines = {
         40: CitedLine(40, "ratio", ()),
@@ -442,7 +442,7 @@ def test_a_sentence_wording_a_bound_may_quote_the_claims_bound(workshop, prose):
 
 
 def test_the_words_that_make_a_number_a_bound():
-    from bnvg.text.citations import words_a_bound
+    from claimlog.text.citations import words_a_bound
 
     for before in ("reaches 90% by step ", "within ", "at least ", "stays under ", "more than "):
         assert words_a_bound(before), before

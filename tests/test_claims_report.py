@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from bnvg.experiment.platform import Platform
+from claimlog.platform import Platform
 
 CLAIMS = '''
 import pytest
-from bnvg.log.layout import line_named
-from bnvg.log.readings import below
+from claimlog.log.lines import line_named
+from claimlog.log.readings import below
 
 LOSS = {loss}
 
@@ -54,9 +54,9 @@ LOSS_ENTRY = {
 
 
 @pytest.fixture
-def suite(pytester, own_evidence):
+def suite(pytester, own_evidence, workshop_ini):
     """Snapshots recorded with a loss of 0.0053; the sweep says that number is fragile."""
-    pytester.makeconftest('pytest_plugins = ["bnvg.plugin"]\n')
+    pytester.makeini(workshop_ini)
     pytester.makepyfile(test_claims=CLAIMS.format(loss="0.0053"))
     pytester.runpytest("--snapshot-update", "-k", "loss or split").assert_outcomes(passed=2)
     # Recorded on two torch threads: a reference other than this run's one thread, whose

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from bnvg.store import _slice_names, code_key
+from claimlog.store import _slice_names, code_key
 
 
 @dataclass
@@ -405,7 +405,7 @@ def test_the_key_is_the_same_in_another_process(package, tmp_path):
         """,
     )
     program = (
-        "import importlib, sys; from bnvg.store import code_key; "
+        "import importlib, sys; from claimlog.store import code_key; "
         f"print(code_key(importlib.import_module('{package.name}.facts').f))"
     )
     paths = os.pathsep.join([str(tmp_path), *sys.path])

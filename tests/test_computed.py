@@ -7,8 +7,8 @@ import sys
 import pytest
 import torch
 
-from bnvg.plugin.fixtures import Computed
-from bnvg.store import COMPUTED, Memo, Store
+from claimlog.plugin.fixtures import Computed
+from claimlog.store import COMPUTED, Memo, Store
 
 
 def memo(tmp_path, events, source="v1", recompute=False):
@@ -63,8 +63,8 @@ def test_a_damaged_entry_is_reported_and_computed_again(tmp_path):
 @pytest.mark.slow
 def test_torchs_facts_are_asked_of_torch_once_then_read_without_importing_it(tmp_path):
     script = (
-        "import sys; from pathlib import Path; from bnvg.store import Store; "
-        "from bnvg.experiment.platform import torch_facts; "
+        "import sys; from pathlib import Path; from claimlog.store import Store; "
+        "from claimlog.platform import torch_facts; "
         f"facts = torch_facts(Store(Path({str(tmp_path)!r}))); "
         "print(facts['cpu capability'], 'torch' in sys.modules)"
     )

@@ -3,13 +3,13 @@ to pytest-regressions are the ones this run computed, so its own check can fail.
 
 import json
 
-from bnvg.experiment.platform import Platform
+from claimlog.platform import Platform
 
 CLAIM = '''
 import os
 import pytest
-from bnvg.log.layout import line_named
-from bnvg.log.readings import exactly
+from claimlog.log.lines import line_named
+from claimlog.log.readings import exactly
 
 
 @pytest.mark.log_lines("S1 split")
@@ -21,8 +21,12 @@ def test_split(quoted):
 '''
 
 
+# A scratch project of this workshop: its pytest configuration declares it to claimlog.
+WORKSHOP_INI = "[pytest]\nclaimlog_declaration = bnvg.workshop:DECLARATION\n"
+
+
 def suite(pytester, monkeypatch):
-    pytester.makeconftest('pytest_plugins = ["bnvg.plugin"]\n')
+    pytester.makeini(WORKSHOP_INI)
     pytester.makepyfile(test_claims=CLAIM)
     # Recorded on this platform: it is the reference for this suite, compared exactly.
     environment = pytester.path / "snapshots" / "environment.json"
@@ -53,7 +57,7 @@ def test_pytest_regressions_itself_fails_when_handed_a_changed_number(pytester, 
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*S1 split, training points: snapshot 800, here 801*"])
     # Skip bnvg's check: what reaches pytest-regressions must be this run's number.
-    from bnvg.plugin import quoting
+    from claimlog.plugin import quoting
 
     monkeypatch.setattr(quoting, "compare_readings", lambda *args, **kwargs: [])
     # The patch reaches in-process runs; --strict-numbers hands the numbers to pytest-regressions.

@@ -1,7 +1,7 @@
 """Evidence keyed per claim: an edit makes stale exactly the evidence of the claims whose code
 reaches it, and a fragment's fresh part is what the merge and the plugin read.
 
-The keys are read from the source (`bnvg.evidence.fragments.claim_keys`), so an edit of the
+The keys are read from the source (`claimlog.evidence.fragments.claim_keys`), so an edit of the
 experiment is made in a copy of bnvg imported in a subprocess, and an edit of a claim in a
 copy of claims/.
 """
@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from bnvg.evidence.fragility import Fragility, ReadingEvidence, Seen
-from bnvg.evidence.fragments import Fragment, FragmentStore, Variant, claim_keys
-from bnvg.log.layout import line_named
-from bnvg.log.readings import Reading
-from bnvg.places import Places
-from bnvg.runner import scratch_copy
+from claimlog.evidence.fragility import Fragility, ReadingEvidence, Seen
+from claimlog.evidence.fragments import Fragment, FragmentStore, Variant, claim_keys
+from claimlog.log.lines import line_named
+from claimlog.log.readings import Reading
+from claimlog.places import Places
+from claimlog.runner import scratch_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 AUTOGRAD = (
@@ -36,8 +36,10 @@ BATCH_NORM_REACHES = (
 KEYS_OF_THE_COPY = """
 import json, sys
 from pathlib import Path
-from bnvg.evidence.fragments import claim_keys
-from bnvg.places import Places
+from claimlog.declaration import declared_in
+from claimlog.evidence.fragments import claim_keys
+from claimlog.places import Places
+declared_in(Path(sys.argv[1]))
 print(json.dumps(claim_keys(Places(Path(sys.argv[1])))))
 """
 
@@ -46,9 +48,11 @@ print(json.dumps(claim_keys(Places(Path(sys.argv[1])))))
 KEYS_AFTER_EACH_EDIT = """
 import json, sys
 from pathlib import Path
-from bnvg.evidence.fragments import claim_keys
-from bnvg.places import Places
+from claimlog.declaration import declared_in
+from claimlog.evidence.fragments import claim_keys
+from claimlog.places import Places
 project = Path(sys.argv[1])
+declared_in(project)
 base = claim_keys(Places(project))
 changed = {}
 for name, (file, old, new) in json.loads(sys.argv[2]).items():

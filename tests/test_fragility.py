@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from bnvg.evidence.fragility import EMPTY, from_document, load
-from bnvg.log.readings import (
+from claimlog.evidence.fragility import EMPTY, from_document, load
+from claimlog.log.readings import (
     PERCENT,
     STEP,
     STEP_SPEC,
@@ -16,7 +16,7 @@ from bnvg.log.readings import (
     at_least,
     at_most,
 )
-from bnvg.sweep.merge import band_of, build_document
+from claimlog.sweep.merge import band_of, build_document
 
 ACC = Quantity("final test accuracy", PERCENT, ".1f")
 FIRST = Quantity("first step at the target", STEP, STEP_SPEC)

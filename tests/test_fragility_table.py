@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bnvg.evidence.fragility import load
-from bnvg.log.layout import layout, read_published
-from bnvg.places import Places
+from claimlog.evidence.fragility import load
+from claimlog.log.lines import layout, read_published
+from claimlog.places import Places
 
 PLACES = Places(Path(__file__).resolve().parent.parent)
 TABLE = load(PLACES.fragility_json)

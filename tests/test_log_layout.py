@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from bnvg.log import fill
-from bnvg.log.layout import (
+from claimlog import Template
+from claimlog.log.lines import (
     PublishedLogError,
     claimed_keys,
     context_of,
@@ -16,8 +17,7 @@ from bnvg.log.layout import (
     line_number,
     read_published,
 )
-from bnvg.log.readings import LOSS, Quantity
-from bnvg.log.templates import Template
+from claimlog.log.readings import LOSS, Quantity
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = (ROOT / "captures" / "results.log").read_text().splitlines()
@@ -103,7 +103,7 @@ def test_a_published_log_that_does_not_fit_the_layout_is_refused_naming_the_line
 
 
 def test_filled_lines_carry_their_bounds_and_refill_with_stored_values():
-    from bnvg.log.readings import at_most
+    from claimlog.log.readings import at_most
 
     line = fill.split(800, 200).bounded({"test points": at_most(250)})
     assert line.reading("test points").bound == at_most(250)

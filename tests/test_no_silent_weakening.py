@@ -7,7 +7,7 @@ it check less and pass.
 - The tests that guard the README's promises (the script's log is the committed one, byte for
   byte; pytest-html's report): locally, what they check against may be absent and they skip,
   saying why; under CI they fail instead, since a green CI must mean every promise was checked.
-- The comparison of a run's outputs with the committed ones (`python -m bnvg.runner OUT`):
+- The comparison of a run's outputs with the committed ones (`python -m claimlog.runner OUT`):
   it exits 1 when anything differs, saying what, so that a caller cannot pass over it.
 
 The sessions run in this process (pytester) on the S5 claims, which compute without training;
@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from bnvg.evidence.record import ClaimResult, Record
-from bnvg.log.layout import line_number
-from bnvg.runner import DIFFERENT, SAME, USAGE, environment, main
+from claimlog.evidence.record import ClaimResult, Record
+from claimlog.log.lines import line_number
+from claimlog.runner import DIFFERENT, SAME, USAGE, environment, main
 
 ROOT = Path(__file__).resolve().parent.parent
 S5 = "test_s5_geometric_decay"
@@ -217,9 +217,9 @@ def outputs(tmp_path):
 
 
 def compare(out, *args):
-    """`python -m bnvg.runner OUT ARGS`, as noxfile.py runs it."""
+    """`python -m claimlog.runner OUT ARGS`, as noxfile.py runs it."""
     return subprocess.run(
-        [sys.executable, "-m", "bnvg.runner", str(out), *args],
+        [sys.executable, "-m", "claimlog.runner", str(out), *args],
         capture_output=True,
         text=True,
         env=environment(),
@@ -386,5 +386,7 @@ def test_the_script_log_is_kept_for_its_environment_and_computed_again_when_aske
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")
     assert runs_after() == 3
     assert runs_after() == 3
-    assert runs_after("-p", "bnvg.plugin", "--recompute") == 4
+    # claimlog's --recompute, in a project that declares the workshop.
+    pytester.makeini("[pytest]\nclaimlog_declaration = bnvg.workshop:DECLARATION\n")
+    assert runs_after("--recompute") == 4
     assert runs_after("-p", "no:cacheprovider") == 5

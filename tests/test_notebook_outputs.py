@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from bnvg.text.outputs import CellDifference, Shown, differences, refreshed, shown
+from claimlog.text.outputs import CellDifference, Shown, differences, refreshed, shown
 
 ROOT = Path(__file__).resolve().parent.parent
 LINE_59 = "  factor 0.5: after 4 layers -> 6.25e-02, after 10 layers -> 9.77e-04\n"
@@ -226,9 +226,9 @@ def test_an_update_killed_while_refreshing_leaves_every_notebook_as_it_was(
     """The refreshes join the update's transaction: every notebook is executed before the
     first is written, each is put in place by one rename, and a kill between two renames is
     undone by the next session's recovery."""
-    from bnvg.places import Places
-    from bnvg.text.outputs import refresh_notebooks
-    from bnvg.transaction import Update
+    from claimlog.places import Places
+    from claimlog.text.outputs import refresh_notebooks
+    from claimlog.transaction import Update
 
     places = Places(tmp_path / "project")
     places.root.mkdir()

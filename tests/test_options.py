@@ -4,7 +4,7 @@ ini options."""
 
 import pytest
 
-from bnvg.plugin.options import INI_OPTIONS
+from claimlog.plugin.options import INI_OPTIONS
 
 S5 = "test_s5_geometric_decay"
 
@@ -67,8 +67,8 @@ def test_help_groups_every_option_of_bnvg_and_lists_its_ini_options(s5_project):
         assert f"  {name} (string):" in said
 
 
-def test_the_ini_options_fix_the_text_and_the_obtained_folder_once(s5_project):
-    s5_project.makeini("[pytest]\nbnvg_workshop = text\nbnvg_obtained = computed\n")
+def test_the_ini_options_fix_the_text_and_the_obtained_folder_once(s5_project, workshop_ini):
+    s5_project.makeini(workshop_ini + "claimlog_workshop = text\nclaimlog_obtained = computed\n")
     (s5_project.path / "text").mkdir()
     (s5_project.path / "text" / "m.md").write_text(
         "A factor of 0.9 leaves 6.56e-01 after 4 layers (line 58).\n"
@@ -83,8 +83,8 @@ def test_the_ini_options_fix_the_text_and_the_obtained_folder_once(s5_project):
     run(s5_project, "-k", "0.9 or m.md", "--workshop", "text").assert_outcomes(passed=2)
 
 
-def test_an_ini_folder_that_does_not_exist_is_named(s5_project):
-    s5_project.makeini("[pytest]\nbnvg_workshop = nowhere\n")
+def test_an_ini_folder_that_does_not_exist_is_named(s5_project, workshop_ini):
+    s5_project.makeini(workshop_ini + "claimlog_workshop = nowhere\n")
     result = run(s5_project)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*the ini option bnvg_workshop: */nowhere: no such folder*"])
+    result.stderr.fnmatch_lines(["*the ini option claimlog_workshop: */nowhere: no such folder*"])

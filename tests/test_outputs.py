@@ -1,9 +1,9 @@
-"""How a run's outputs compare with the committed ones (`bnvg.runner`)."""
+"""How a run's outputs compare with the committed ones (`claimlog.runner`)."""
 
 from __future__ import annotations
 
-from bnvg.places import Places
-from bnvg.runner import compare, differing_figures, differing_lines, main
+from claimlog.places import Places
+from claimlog.runner import compare, differing_figures, differing_lines, main
 
 
 def test_differing_lines_names_each_changed_line_and_each_line_only_one_log_has():
@@ -42,4 +42,4 @@ def test_a_folder_no_session_wrote_is_refused_naming_the_file_and_the_options(tm
     said = capsys.readouterr().err
     assert f"{tmp_path / 'results.log'} does not exist" in said
     assert "--results-log=OUT/results.log --diagrams=OUT/diagrams" in said
-    assert main([]) == 2 and "usage: python -m bnvg.runner" in capsys.readouterr().err
+    assert main([]) == 2 and "usage: python -m claimlog.runner" in capsys.readouterr().err

@@ -4,8 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from bnvg.experiment import platform as kernels
-from bnvg.experiment.platform import Platform, platform_id
+from claimlog import platform as kernels
+from claimlog.platform import Platform, platform_id
 
 
 def identity(env):

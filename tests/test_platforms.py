@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bnvg.runner import environment, run_claims, scratch_copy
+from claimlog.runner import environment, run_claims, scratch_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 SCALAR = {"ATEN_CPU_CAPABILITY": "default"}
@@ -33,7 +33,7 @@ def scalar_fragment(project):
 def scalar_cache(shared_folder):
     """One cache for this module's runs, on whichever xdist worker each runs: the scalar
     kernels' batch-norm net is trained once (a session that needs it while another trains it
-    waits for that one's entry: `bnvg.store`)."""
+    waits for that one's entry: `claimlog.store`)."""
     return shared_folder / "scalar-cache"
 
 
@@ -113,9 +113,9 @@ def test_a_new_platform_passes_on_its_statements_reporting_drift_and_fails_a_bro
 
 
 def test_another_vendor_and_model_under_the_reference_kernels_stand_as_the_reference():
-    from bnvg.evidence.verdicts import REFERENCE
-    from bnvg.experiment.platform import Platform
-    from bnvg.plugin.options import find, reference_identity
+    from claimlog.evidence.verdicts import REFERENCE
+    from claimlog.platform import Platform
+    from claimlog.plugin.options import find, reference_identity
 
     settings = standing_settings()
     reference = reference_identity(settings)
@@ -129,9 +129,9 @@ def standing_settings(**changes):
     """The settings of a plain `pytest claims/` in this checkout."""
     import dataclasses
 
-    from bnvg.evidence.fragments import claim_keys
-    from bnvg.places import Places
-    from bnvg.plugin.options import Settings
+    from claimlog.evidence.fragments import claim_keys
+    from claimlog.places import Places
+    from claimlog.plugin.options import Settings
 
     places = Places(ROOT)
     plain = Settings(
@@ -144,8 +144,7 @@ def standing_settings(**changes):
         torch_threads=1,
         native_kernels=False,
         kernels={},
-        sampler_seed=None,
-        init_seed=None,
+        seeds={"sampler": None, "init": None},
         keys=claim_keys(places),
         workshop_text=None,
         claims_report=None,

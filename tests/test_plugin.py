@@ -5,13 +5,14 @@ import textwrap
 
 import pytest
 
-from bnvg.log.layout import claimed_keys, layout, line_number
-from bnvg.plugin.outcomes import NOT_VERIFIED
-from bnvg.store import atomic_write
+from claimlog.log.lines import claimed_keys, layout, line_number
+from claimlog.plugin.outcomes import NOT_VERIFIED
+from claimlog.store import atomic_write
 
 N_LINES = len(layout())
 
-CONFTEST = 'pytest_plugins = ["bnvg.plugin"]\n'
+# A scratch project of this workshop: its pytest configuration declares it to claimlog.
+WORKSHOP_INI = "[pytest]\nclaimlog_declaration = bnvg.workshop:DECLARATION\n"
 
 
 def slot_keys():
@@ -33,7 +34,7 @@ def claim(name, keys, body="pass"):
     )
 
 
-HEADER = "import pytest\nfrom bnvg.log.layout import LogLine\n"
+HEADER = "import pytest\nfrom claimlog.log.lines import LogLine\n"
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def suite(pytester):
     normal run writes obtained/, never the committed captures/)."""
 
     def write(*claims):
-        pytester.makeconftest(CONFTEST)
+        pytester.makeini(WORKSHOP_INI)
         source = HEADER + "".join(claim(*c) for c in claims)
         pytester.makepyfile(test_claims=source)
         return pytester.path / "obtained" / "results.log"
@@ -79,11 +80,11 @@ def test_a_failing_claim_writes_none_of_its_numbers_and_marks_its_lines(suite, p
 
 
 def test_a_claim_failing_after_it_wrote_its_lines_still_writes_none_of_them(pytester):
-    pytester.makeconftest(CONFTEST)
+    pytester.makeini(WORKSHOP_INI)
     pytester.makepyfile(
         test_claims="""
         import pytest
-        from bnvg.log.layout import LogLine
+        from claimlog.log.lines import LogLine
         @pytest.mark.log_lines("S1 split")
         def test_late_failure(results_log):
             results_log.write(LogLine("S1 split", "  split: 800 train / 200 test", ()))
@@ -169,11 +170,11 @@ def test_xdist_workers_ship_their_lines_and_only_the_controller_writes(suite, py
 
 
 def test_writing_a_line_the_claim_does_not_own_is_an_error(pytester):
-    pytester.makeconftest(CONFTEST)
+    pytester.makeini(WORKSHOP_INI)
     pytester.makepyfile(
         test_claims="""
         import pytest
-        from bnvg.log.layout import LogLine
+        from claimlog.log.lines import LogLine
         @pytest.mark.log_lines("S1 split")
         def test_sneaky(results_log):
             results_log.write(LogLine("S1 samples", "  samples: 3", ()))
@@ -256,7 +257,7 @@ def test_a_snapshot_update_under_another_seed_is_refused_in_a_checkout(suite, py
 def test_only_a_run_of_the_claims_alone_counts_as_one_a_warm_cache_runs_in_one_process(pytester):
     """With every network in pytest's cache, `-n auto` runs `pytest claims/` in one process;
     `pytest claims/ tests/` still gets a worker per core for the project's own tests."""
-    from bnvg.plugin.options import only_claims
+    from claimlog.plugin.options import only_claims
 
     (pytester.path / "claims").mkdir()
     (pytester.path / "tests").mkdir()
@@ -270,13 +271,14 @@ def test_a_selection_of_the_projects_own_tests_still_gets_a_worker_per_core(pyte
     """`-k`/`-m` narrow the claims to a few networks, which one process trains fastest; the
     project's tier `pytest tests/ -m "not slow"` is hundreds of tests, spread over every
     core like any full run (None: xdist's own count)."""
-    from bnvg.plugin.options import pytest_xdist_auto_num_workers
+    from claimlog.plugin.options import pytest_xdist_auto_num_workers
 
     (pytester.path / "claims").mkdir()
     (pytester.path / "tests").mkdir()
+    pytester.makeini(WORKSHOP_INI)
 
     def workers(*args):
-        return pytest_xdist_auto_num_workers(pytester.parseconfig("-p", "bnvg.plugin", *args))
+        return pytest_xdist_auto_num_workers(pytester.parseconfig(*args))
 
     assert workers("claims", "-k", "eval_bug") == 0
     assert workers("claims", "tests", "-m", "not slow") == 0
@@ -287,7 +289,7 @@ def test_a_selection_of_the_projects_own_tests_still_gets_a_worker_per_core(pyte
 def test_a_figures_title_is_asserted_as_stated_and_a_part_that_holds_sometimes_is_named(
     pytester,
 ):
-    pytester.makeconftest(CONFTEST)
+    pytester.makeini(WORKSHOP_INI)
     pytester.makepyfile(
         test_titles=textwrap.dedent("""
         def test_title_holds(figure):

@@ -11,9 +11,9 @@ import re
 
 import pytest
 
-from bnvg.evidence.fragility import EMPTY
-from bnvg.evidence.verdicts import Moved
-from bnvg.log.readings import (
+from claimlog.evidence.fragility import EMPTY
+from claimlog.evidence.verdicts import Moved
+from claimlog.log.readings import (
     LOSS,
     PERCENT,
     STEP,
@@ -24,8 +24,8 @@ from bnvg.log.readings import (
     at_most,
     below,
 )
-from bnvg.text.citations import CitedLine, bound_worded, find_citations
-from bnvg.text.rewrites import Left, describe_rewrites, plan
+from claimlog.text.citations import CitedLine, bound_worded, find_citations
+from claimlog.text.rewrites import Left, describe_rewrites, plan
 
 S5 = "test_s5_geometric_decay"
 ACCURACY = Quantity("final test accuracy", PERCENT, ".1f")

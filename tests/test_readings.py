@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from bnvg.log.readings import (
+from claimlog.log.readings import (
     COUNT,
     FLAG,
     PERCENT,

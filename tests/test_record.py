@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from bnvg.evidence.record import ClaimResult, Record
-from bnvg.evidence.tables import Table
-from bnvg.log.readings import PERCENT, Quantity, Reading, at_least
-from bnvg.store import COMPUTED, DAMAGED, REUSED, Event
+from claimlog.evidence.record import ClaimResult, Record
+from claimlog.evidence.tables import Table
+from claimlog.log.readings import PERCENT, Quantity, Reading, at_least
+from claimlog.store import COMPUTED, DAMAGED, REUSED, Event
 
 
 def test_a_record_round_trips_through_its_file(tmp_path):

@@ -6,12 +6,12 @@ the project has a requirements file for is in it, and in docs/platforms.md's gen
 
 from pathlib import Path
 
-from bnvg.evidence.fragility import from_document
-from bnvg.evidence.fragility import load as load_fragility
-from bnvg.log.readings import PERCENT, STEP, STEP_SPEC, Quantity, Reading, at_least, at_most
-from bnvg.places import Places
-from bnvg.sweep import report
-from bnvg.sweep.merge import PLATFORMS_PAGE, build_document, build_robustness
+from claimlog.evidence.fragility import from_document
+from claimlog.evidence.fragility import load as load_fragility
+from claimlog.log.readings import PERCENT, STEP, STEP_SPEC, Quantity, Reading, at_least, at_most
+from claimlog.places import Places
+from claimlog.sweep import report
+from claimlog.sweep.merge import PLATFORMS_PAGE, build_document, build_robustness
 
 ROOT = Path(__file__).resolve().parent.parent
 ACC = Quantity("final test accuracy", PERCENT, ".1f")

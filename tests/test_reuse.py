@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from bnvg.places import Places
-from bnvg.runner import differing_figures, run_claims, scratch_copy
+from claimlog.places import Places
+from claimlog.runner import differing_figures, run_claims, scratch_copy
 
 # Claims sessions in subprocesses that train and reuse networks: the slow tier.
 pytestmark = pytest.mark.slow
@@ -184,7 +184,7 @@ def test_two_sessions_sharing_a_cache_train_a_run_once(tmp_path):
             [
                 sys.executable,
                 "-c",
-                "import sys; from pathlib import Path; from bnvg.runner import run_claims; "
+                "import sys; from pathlib import Path; from claimlog.runner import run_claims; "
                 f"r = run_claims({list(ONE_RUN)!r}, cwd=Path({str(ROOT)!r}), "
                 f"outputs=Path({str(tmp_path)!r}) / 'out{i}', cache_dir=Path({str(cache)!r})); "
                 "print(r.returncode, r.record.trained, r.record.reused)",

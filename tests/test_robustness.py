@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from bnvg.evidence.fragility import Rate, wilson
-from bnvg.places import Places
-from bnvg.sweep import report
-from bnvg.sweep.merge import (
+from claimlog.evidence.fragility import Rate, wilson
+from claimlog.places import Places
+from claimlog.sweep import report
+from claimlog.sweep.merge import (
     FINDINGS_BEGIN,
     FINDINGS_END,
     SWEEP_PAGE,

@@ -10,10 +10,10 @@ from bnvg.experiment.data import two_moons
 from bnvg.experiment.eval_bug import demonstrate_eval_bug
 from bnvg.experiment.measure import init_grad_ratio, measure_at_init
 from bnvg.experiment.model import build_network
-from bnvg.experiment.platform import Platform
 from bnvg.experiment.runs import RUNS, RunCache
 from bnvg.experiment.train import train_run
-from bnvg.store import COMPUTED, DAMAGED, REUSED, Entry, Event, Store
+from claimlog.platform import Platform
+from claimlog.store import COMPUTED, DAMAGED, REUSED, Entry, Event, Store
 
 SHORT = Workshop(steps=60)  # enough for two history points; the real runs are 4000 steps
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from bnvg.experiment.platform import Platform
-from bnvg.runner import run_claims, scratch_copy
+from claimlog.platform import Platform
+from claimlog.runner import run_claims, scratch_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 # Narrowed selections: S4 (at initialisation, no training) for starting weights, where the

@@ -229,7 +229,7 @@ def test_a_claim_whose_bound_fails_says_which_reading_and_what_it_asserts(projec
         source.read_text()
         .replace(
             "from bnvg.log import fill",
-            "from bnvg.log import fill\nfrom bnvg.log.readings import below",
+            "from bnvg.log import fill\nfrom claimlog.log.readings import below",
         )
         .replace(
             "quoted.lines(fill.decay(factor, after_shallow, after_deep))",
@@ -248,7 +248,7 @@ def test_a_claim_whose_bound_fails_says_which_reading_and_what_it_asserts(projec
 NEW_SENTENCE = '''"""A sentence of its own about the S4 plain table."""
 
 from bnvg.log import fill
-from bnvg.log.readings import below
+from claimlog.log.readings import below
 
 
 def test_the_plain_backward_signal_loses_80_percent_or_more_per_layer(at_init, quoted):
@@ -259,10 +259,10 @@ def test_the_plain_backward_signal_loses_80_percent_or_more_per_layer(at_init, q
 
 
 @pytest.fixture
-def new_sentence(pytester, outside_xdist):
+def new_sentence(pytester, outside_xdist, workshop_ini):
     """A scratch project holding the plugin and, in a file of its own, a new claim that bounds
     line 41, which the S4 claims own (S4's own module is left out: its lines need not run)."""
-    shutil.copy(ROOT / "conftest.py", pytester.path / "conftest.py")
+    pytester.makeini(workshop_ini)
     (pytester.path / "claims").mkdir()
     (pytester.path / "claims" / "test_new_sentence.py").write_text(NEW_SENTENCE)
     (pytester.path / "snapshots").mkdir()
@@ -275,8 +275,8 @@ def test_a_new_sentence_bounds_a_line_another_claim_owns_in_one_file(new_sentenc
     it passes, the log keeps the line its owner's, and its outcome is what the sweep counts."""
     import json
 
-    from bnvg.evidence.fragments import Variant, from_record
-    from bnvg.evidence.record import Record
+    from claimlog.evidence.fragments import Variant, from_record
+    from claimlog.evidence.record import Record
 
     first = run(new_sentence)
     first.assert_outcomes(failed=1)

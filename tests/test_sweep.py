@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from bnvg.evidence.fragments import Fragment, FragmentStore, claim_keys
-from bnvg.places import Places
-from bnvg.runner import environment, scratch_copy
-from bnvg.sweep.merge import GENERATED, SWEEP_PAGE, with_findings
+from claimlog.evidence.fragments import Fragment, FragmentStore, claim_keys
+from claimlog.places import Places
+from claimlog.runner import environment, scratch_copy
+from claimlog.sweep.merge import GENERATED, SWEEP_PAGE, with_findings
 
 # Sweeps on Dask clusters, each job a claims session in a subprocess: the slow tier.
 pytestmark = pytest.mark.slow
@@ -58,7 +58,7 @@ def keys_of(folder):
 SWEEP_SAYING_TORCH = """
 import runpy, sys
 try:
-    runpy.run_module("bnvg.sweep", run_name="__main__", alter_sys=True)
+    runpy.run_module("claimlog.sweep", run_name="__main__", alter_sys=True)
 finally:
     print("torch imported:", "torch" in sys.modules)
 """
@@ -180,7 +180,7 @@ def test_a_killed_sweep_resumes_computing_only_the_missing_fragments_on_any_numb
         [
             sys.executable,
             "-m",
-            "bnvg.sweep",
+            "claimlog.sweep",
             "--project",
             str(resumed),
             *SEEDS,

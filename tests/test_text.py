@@ -9,16 +9,15 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from bnvg.evidence.fragility import EMPTY
-from bnvg.evidence.verdicts import Moved
-from bnvg.log.readings import LOSS, PERCENT, Quantity, Reading
-from bnvg.places import Places
-from bnvg.text.citations import CitedLine, find_citations
-from bnvg.text.documents import Edit, StaleEdit, passages, rewritten
-from bnvg.text.prose import NOTHING_CITED
-from bnvg.text.rewrites import FAILED_CLAIM, plan, rewrite_documents, written_like
-from bnvg.text.uncited import uncited_numbers
-from bnvg.transaction import Update
+from claimlog.evidence.fragility import EMPTY
+from claimlog.evidence.verdicts import Moved
+from claimlog.log.readings import LOSS, PERCENT, Quantity, Reading
+from claimlog.places import Places
+from claimlog.text.citations import CitedLine, find_citations, uncited_numbers
+from claimlog.text.documents import Edit, StaleEdit, passages, rewritten
+from claimlog.text.prose import NOTHING_CITED
+from claimlog.text.rewrites import FAILED_CLAIM, plan, rewrite_documents, written_like
+from claimlog.transaction import Update
 
 ROOT = Path(__file__).resolve().parent.parent
 S5 = "test_s5_geometric_decay"
@@ -338,7 +337,7 @@ def test_the_claims_report_lists_the_numbers_that_cite_no_line_and_the_marker_si
 # -- all documents or none ------------------------------------------------------------------
 def test_rewrites_are_made_before_any_document_is_written(tmp_path):
     """A document that changed since it was read stops the lot: nothing is written."""
-    from bnvg.text.rewrites import Rewrite
+    from claimlog.text.rewrites import Rewrite
 
     first, second = tmp_path / "a.md", tmp_path / "b.md"
     first.write_text("It ends at 51.5% (line 65).\n")
@@ -358,7 +357,7 @@ def test_an_update_killed_while_writing_the_text_leaves_every_document_as_it_was
     """The text joins the update's transaction: a kill after the first document was
     rewritten and before the second is undone by the next session's recovery, and a document
     is never half written (each is put in place by one rename)."""
-    from bnvg.text.rewrites import Rewrite
+    from claimlog.text.rewrites import Rewrite
 
     places = Places(tmp_path / "project")
     places.root.mkdir()

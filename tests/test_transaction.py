@@ -1,5 +1,5 @@
 """Committed means verified: the record (captures/, diagrams/, snapshots/) changes only under a
---snapshot-update that completes, all at once (`bnvg.transaction`), and a normal run writes
+--snapshot-update that completes, all at once (`claimlog.transaction`), and a normal run writes
 what it computed to obtained/, never to the record."""
 
 import contextlib
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bnvg.places import Places
-from bnvg.runner import environment, scratch_copy
-from bnvg.transaction import Busy, Update, record_files
+from claimlog.places import Places
+from claimlog.runner import environment, scratch_copy
+from claimlog.transaction import Busy, Update, record_files
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -92,7 +92,7 @@ def test_a_recovery_killed_in_turn_is_redone(record, monkeypatch):
         calls.append(target)
         Path(target).write_bytes(Path(source).read_bytes())
 
-    monkeypatch.setattr("bnvg.transaction.shutil.copyfile", dies_after_the_first_file)
+    monkeypatch.setattr("claimlog.transaction.shutil.copyfile", dies_after_the_first_file)
     with pytest.raises(KeyboardInterrupt):
         Update(record).recover()
     monkeypatch.undo()
@@ -106,8 +106,8 @@ def test_a_second_session_is_refused_while_an_update_holds_the_lock(record):
     script = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from bnvg.places import Places\n"
-        "from bnvg.transaction import Update\n"
+        "from claimlog.places import Places\n"
+        "from claimlog.transaction import Update\n"
         "u = Update(Places(Path(sys.argv[1])))\n"
         "u.acquire()\n"
         "print('held', flush=True)\n"

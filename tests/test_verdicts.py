@@ -5,9 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from bnvg.evidence.fragility import EMPTY, from_document
-from bnvg.evidence.tables import Table, history_table, slug
-from bnvg.evidence.verdicts import (
+from bnvg.fixtures import history_table
+from claimlog.evidence.fragility import EMPTY, from_document
+from claimlog.evidence.tables import Table, slug
+from claimlog.evidence.verdicts import (
     HELD,
     NEW,
     REFERENCE,
@@ -17,7 +18,7 @@ from bnvg.evidence.verdicts import (
     compare_table,
     moved_readings,
 )
-from bnvg.log.readings import LOSS, PERCENT, RATIO, STEP, STEP_SPEC, Quantity, Reading
+from claimlog.log.readings import LOSS, PERCENT, RATIO, STEP, STEP_SPEC, Quantity, Reading
 
 LOSS_Q = Quantity("final train loss", LOSS, ".4f")
 TIMES = Quantity("times smaller", RATIO, ".0f")

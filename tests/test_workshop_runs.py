@@ -3,7 +3,7 @@ what a session does to a scratch copy of the project (updates, moved histories),
 process (`claims_here`).
 
 Each writes its log, diagrams and session record to a scratch folder, never to the
-repository's, and is read through its record (`bnvg.runner`), not its terminal output.
+repository's, and is read through its record (`claimlog.runner`), not its terminal output.
 """
 
 import json
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from bnvg.log.layout import line_number
-from bnvg.places import Places
-from bnvg.plugin.outcomes import NOT_VERIFIED
-from bnvg.runner import differing_figures, extra_figures
+from claimlog.log.lines import line_number
+from claimlog.places import Places
+from claimlog.plugin.outcomes import NOT_VERIFIED
+from claimlog.runner import differing_figures, extra_figures
 
 # Whole claims sessions in subprocesses, cold and warm: the slow tier.
 pytestmark = pytest.mark.slow

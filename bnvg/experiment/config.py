@@ -190,7 +190,7 @@ EVAL_BUG_BATCH = 2  # S9: the smallest batch batch norm can normalise (it needs 
 
 def recipe(workshop: Workshop = WORKSHOP) -> dict[str, object]:
     """The recipe as data: every constant above, by name. Evidence records which recipe it
-    measured (`bnvg.evidence.fragments`), so a changed constant makes it another
+    measured (`claimlog.evidence.fragments`), so a changed constant makes it another
     experiment's."""
     return {
         **dataclasses.asdict(workshop),

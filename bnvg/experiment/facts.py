@@ -2,7 +2,7 @@
 
 Each function runs the workshop's own computations (`sigmoid_facts`, `model`, `measure`)
 and returns plain numbers, so a session can keep the result in pytest's cache and a later one
-read it without importing torch (`bnvg.plugin.fixtures`). torch is imported inside them, on
+read it without importing torch (`claimlog.plugin.fixtures`). torch is imported inside them, on
 the one path that computes. S5's geometric decay (`remaining`) is pure arithmetic: if each
 layer passes back a fraction f of the gradient it receives, k layers pass back f**k, and a
 quarter per layer (the sigmoid's best case) leaves 1e-6 after ten layers.

@@ -3,7 +3,7 @@
 The measurements (`measure`), the eval-bug demonstration (`eval_bug`), the autograd check
 (`sigmoid_facts`) and the training runs (`train`) return these frozen dataclasses of numbers.
 Keeping them apart from the code that computes them lets a session that reuses a result from
-pytest's cache (`bnvg.plugin.fixtures`) read it without importing torch.
+pytest's cache (`claimlog.plugin.fixtures`) read it without importing torch.
 """
 
 from __future__ import annotations

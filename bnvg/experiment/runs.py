@@ -8,7 +8,7 @@ and so the early history).
 trains one.
 
 `RunCache` trains a `RunSpec` on first request and hands the frozen result to every later
-caller, so claims that quote the same run share one training. Given a `Store` (`bnvg.store`:
+caller, so claims that quote the same run share one training. Given a `Store` (`claimlog.store`:
 in pytest's cache folder, or a folder the xdist workers of one session share), a finished run
 is kept there under `run_key`, a digest of everything its numbers depend on:
 
@@ -19,7 +19,7 @@ is kept there under `run_key`, a digest of everything its numbers depend on:
   that sets it. A constant no run reads (S2's `CHECK_LOGIT`, S9's `EVAL_BUG_BATCH`) retrains
   nothing;
 - the run's spec and the workshop's recipe, seeds included;
-- the platform (`bnvg.experiment.platform.Platform.cache_fields`): torch and numpy, the
+- the platform (`claimlog.platform.Platform.cache_fields`): torch and numpy, the
   kernels they dispatch to, the thread count, the CPU and the Python.
 
 Change any of them and no entry has the key: the run is trained again. A run's history is
@@ -48,9 +48,9 @@ from typing import Any
 
 from bnvg.experiment.config import DEEP_DEPTH, WORKSHOP, NetSpec, RunSpec, Workshop
 from bnvg.experiment.data import two_moons
-from bnvg.experiment.platform import THREADS, Platform, torch_facts
 from bnvg.experiment.results import History, TrainedRun
-from bnvg.store import COMPUTED, Entry, Event, Memo, Store, digest
+from claimlog.platform import THREADS, Platform, torch_facts
+from claimlog.store import COMPUTED, Entry, Event, Memo, Store, digest
 
 EXPERIMENT = Path(__file__).resolve().parent
 # The modules a training run executes; editing any other (the eval bug, the figures' data)
@@ -200,7 +200,7 @@ def _training_source(recipe_text: str, modules: tuple[tuple[str, str], ...]) -> 
 
 def run_inputs(spec: RunSpec, workshop: Workshop, where: Mapping[str, str]) -> dict[str, str]:
     """Everything a run's numbers depend on; `where` is the platform's
-    (`bnvg.experiment.platform.Platform.cache_fields`)."""
+    (`claimlog.platform.Platform.cache_fields`)."""
     return {
         "source": training_source(),
         "spec": repr(spec),

@@ -22,12 +22,12 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from bnvg.evidence.tables import Table
 from bnvg.experiment.data import TwoMoons
 from bnvg.experiment.model import TinyNet
 from bnvg.experiment.results import TrainedRun
 from bnvg.experiment.runtime import torch
-from bnvg.store import replacing
+from claimlog import Table
+from claimlog.store import replacing
 
 RED, GREEN, BLUE, ORANGE, PURPLE = "#d32f2f", "#2e7d32", "#1976d2", "#ef6c00", "#6a1b9a"
 

@@ -1,10 +1,10 @@
 """What each figure plots, as tables of numbers: checked against their snapshot, then drawn.
 
-A figure claim first compares these numbers with the stored ones (`bnvg.plugin.quoting`),
+A figure claim first compares these numbers with the stored ones (`claimlog.plugin.quoting`),
 then draws exactly them (`bnvg.figures.draw`). The arrays keep the dtype the script plotted
 (float32 for torch's curves and the data set), so the PNGs stay byte-identical to the
 script's. Training curves are not here: they are the runs' histories
-(`bnvg.evidence.tables.history_table`), stored once per run.
+(`bnvg.fixtures.history_table`), stored once per run.
 
 No matplotlib here: checking the numbers does not need it. torch only where a curve is
 torch's (imported there): the tables of the data set, the at-init measurements and the
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bnvg.evidence.tables import Table, figure_table
+from claimlog import Table
 
 if TYPE_CHECKING:
     from bnvg.experiment.data import TwoMoons
@@ -32,7 +32,7 @@ DECAY_LAYERS = 11  # the geometric decay is drawn over 0 .. 10 layers
 
 def two_moons(data: TwoMoons) -> Table:
     """Every point of the data set, train and test, with its class."""
-    return figure_table(
+    return Table.of_figure(
         "two_moons.png",
         "point",
         range(len(data.X)),
@@ -41,7 +41,7 @@ def two_moons(data: TwoMoons) -> Table:
 
 
 def sigmoid_and_slope(curve: SlopeCurve) -> Table:
-    return figure_table(
+    return Table.of_figure(
         "sigmoid_and_deriv.png",
         "point",
         range(len(curve.z)),
@@ -61,7 +61,7 @@ def bce_loss() -> Table:
     from bnvg.experiment.runtime import torch
 
     ps = torch.linspace(*BCE_GRID)
-    return figure_table(
+    return Table.of_figure(
         "bce_loss.png",
         "point",
         range(len(ps)),
@@ -77,7 +77,7 @@ def relu_and_slope() -> Table:
     from bnvg.experiment.runtime import torch
 
     zs = torch.linspace(*RELU_GRID)
-    return figure_table(
+    return Table.of_figure(
         "relu_and_deriv.png",
         "point",
         range(len(zs)),
@@ -91,7 +91,7 @@ def _positions(depth: int) -> list[str]:
 
 def grad_norms_by_layer(plain: AtInit, batch_norm: AtInit) -> Table:
     """||dL/dW|| of every layer, output included, for both nets."""
-    return figure_table(
+    return Table.of_figure(
         "grad_norms_by_layer.png",
         "layer",
         _positions(len(plain.layers)),
@@ -103,7 +103,7 @@ def grad_norms_by_layer(plain: AtInit, batch_norm: AtInit) -> Table:
 
 
 def grad_norms_plain(plain: AtInit) -> Table:
-    return figure_table(
+    return Table.of_figure(
         "grad_norms_plain.png",
         "layer",
         _positions(len(plain.layers)),
@@ -113,7 +113,7 @@ def grad_norms_plain(plain: AtInit) -> Table:
 
 def signal_decay(plain: AtInit, batch_norm: AtInit) -> Table:
     """||dL/dh_k||, the backward signal arriving at each hidden layer."""
-    return figure_table(
+    return Table.of_figure(
         "signal_decay.png",
         "layer",
         [r.layer for r in plain.layers],
@@ -126,7 +126,7 @@ def signal_decay(plain: AtInit, batch_norm: AtInit) -> Table:
 
 def act_std_by_layer(plain: AtInit, batch_norm: AtInit) -> Table:
     """The std of each hidden layer's activations over the batch."""
-    return figure_table(
+    return Table.of_figure(
         "act_std_by_layer.png",
         "layer",
         [r.layer for r in plain.layers],
@@ -140,7 +140,7 @@ def act_std_by_layer(plain: AtInit, batch_norm: AtInit) -> Table:
 def geometric_decay(factors: Sequence[float]) -> Table:
     """factor ** k for k = 0 .. 10 layers, one column per factor."""
     depths = np.arange(0, DECAY_LAYERS)
-    return figure_table(
+    return Table.of_figure(
         "geometric_decay.png",
         "layers",
         depths.tolist(),
@@ -150,7 +150,7 @@ def geometric_decay(factors: Sequence[float]) -> Table:
 
 def variants_accuracy(final_acc: Mapping[str, float]) -> Table:
     """One bar per S8 variant: its final test accuracy in percent."""
-    return figure_table(
+    return Table.of_figure(
         "variants_accuracy.png",
         "variant",
         list(final_acc),

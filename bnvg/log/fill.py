@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from bnvg.log.layout import AT_INIT_NETS, LogLine, line_named
+from bnvg.log.layout import AT_INIT_NETS, line_named
+from claimlog import LogLine
 
 if TYPE_CHECKING:
     from bnvg.experiment.data import TwoMoons

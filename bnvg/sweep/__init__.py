@@ -1,6 +1,1 @@
-"""The sweep: which numbers travel between machines, and which sentences are luck of the draw.
-
-`python -m bnvg.sweep` runs every claim under every variant (`variants`) as jobs on a Dask
-cluster (`cluster`, each job a `job`), keeps each result as a fragment (`fragments`), and
-merges the fragments into the committed tables (`merge`).
-"""
+"""`python -m bnvg.sweep`: claimlog's sweep (`claimlog.sweep`) of this workshop's evidence."""

@@ -1,0 +1,125 @@
+"""What a workshop declares to the engine, and how the engine finds it.
+
+A workshop is a folder with claims (`claims/test_*.py`), a log they write and a text that
+cites it. It tells the engine what is its own in one `Declaration`, named in its pytest
+configuration:
+
+    [tool.pytest.ini_options]
+    claimlog_declaration = "bnvg.workshop:DECLARATION"
+
+The engine knows nothing else of it: every pytest session run there, and every sweep job,
+reads the declaration from that line (`declared`); a folder that names none gets no claimlog
+at all (the plugin stays inert, as syrupy does until a test asks for a snapshot).
+"""
+
+from __future__ import annotations
+
+import importlib
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from claimlog.log.lines import Log
+
+INI_NAME = "claimlog_declaration"
+
+# One part of a claim's key: the code of a definition (file, qualified name), or a text.
+KeyPart = tuple[Path, str] | str
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """A workshop, as the engine sees it.
+
+    - `name`: how the engine names it: its folders in pytest's cache ("bnvg-figures");
+    - `log`: its log, line by line (`claimlog.log.lines.Log`), built when first asked;
+    - `plugins`: its pytest plugin modules: the fixtures its claims read (the recipe, the
+      data, trained runs), registered by the engine before the claims are collected;
+    - `figures`: the module whose function `name` draws the figure `name.png`;
+    - `computing`: the folders and files its computations live in: every computed result is
+      kept under a key of them (the `computed` fixture);
+    - `quoting`: the code that turns a result into the numbers its lines print (bnvg's
+      `fill.py`): no result depends on it, a claim's readings do. A claim's key is the code it
+      reaches in `computing` and `quoting` (`claimlog.store.code_keys_at`), so an edit
+      elsewhere (the layout, the engine) leaves every claim's evidence fresh;
+    - `key_parts`: what a fixture depends on beyond its own code, by fixture name (the code
+      that trains a run and every run's spec, for `runs`);
+    - `seeds`: the seed axes the sweep varies, by name, each with three wordings: one seed
+      of it, the axis, and a count of them ("minibatch order", "minibatch orders", "minibatch
+      orders"; "starting weights", "starting weights", "sets of starting weights"); a
+      session takes one with `--<name>-seed K`, and the recipe is built with it (`recipe`);
+    - `recipe`: the recipe a session runs, given its seeds ({axis: K or None}), whose repr
+      keys every result it computes (the engine's `computed` fixture);
+    - `warm`: whether everything the selected claims compute is in pytest's cache already,
+      told without importing torch (a warm session then runs in one process);
+    - `sweep_command`: the command its messages give for a sweep;
+    - `published`: how the reports name its published log ("the published log (torch
+      2.12.1)": the release that wrote it).
+    """
+
+    name: str
+    log: Callable[[], Log]
+    plugins: tuple[str, ...] = ()
+    figures: str | None = None
+    computing: tuple[Path, ...] = ()
+    quoting: tuple[Path, ...] = ()
+    key_parts: Mapping[str, Callable[[], Sequence[KeyPart]]] = field(default_factory=dict)
+    seeds: Mapping[str, tuple[str, str, str]] = field(default_factory=dict)
+    recipe: Callable[[Mapping[str, int | None]], Any] | None = None
+    warm: Callable[[Any], bool] | None = None
+    sweep_command: str = "python -m claimlog.sweep"  # what messages tell an author to run
+    published: str = "the published log"  # how the reports name it (which torch wrote it)
+
+    def seed_axes(self) -> tuple[str, ...]:
+        return tuple(self.seeds)
+
+
+_DECLARED: list[Declaration] = []  # this process's workshop: one per process
+
+
+def declare(declaration: Declaration) -> Declaration:
+    """Make `declaration` this process's workshop (the plugin does, at configure; so does the
+    sweep before it plans)."""
+    _DECLARED[:] = [declaration]
+    return declaration
+
+
+def declared() -> Declaration:
+    """This process's workshop."""
+    if not _DECLARED:
+        raise LookupError(
+            f"no workshop is declared in this process: name one in the pytest configuration "
+            f"({INI_NAME} = 'package.module:NAME')"
+        )
+    return _DECLARED[0]
+
+
+def load(spec: str, where: str = "the pytest configuration") -> Declaration:
+    """The declaration that `spec` ("package.module:NAME") names, imported."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"{INI_NAME} = {spec!r} in {where}: write it as 'package.module:NAME'")
+    try:
+        value = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"{INI_NAME} = {spec!r} in {where}: {error}") from None
+    if not isinstance(value, Declaration):
+        raise ValueError(
+            f"{INI_NAME} = {spec!r} in {where} is a {type(value).__name__}, not a Declaration"
+        )
+    return value
+
+
+def declared_in(folder: Path) -> Declaration:
+    """The workshop that the pyproject.toml of `folder` declares (for the sweep, which reads
+    the configuration pytest reads, without starting pytest)."""
+    path = folder / "pyproject.toml"
+    try:
+        options = tomllib.loads(path.read_text())["tool"]["pytest"]["ini_options"]
+        spec = options[INI_NAME]
+    except (OSError, KeyError, tomllib.TOMLDecodeError) as error:
+        raise ValueError(f"{path} declares no workshop ({INI_NAME}): {error}") from None
+    return declare(load(spec, str(path)))

@@ -1,0 +1,327 @@
+"""Verdicts: what a number that differs from the stored one means, on the platform of this run.
+
+A platform (`claimlog.platform`) decides the bits of every result. Where the numbers
+were computed decides how a difference from what is stored is judged:
+
+- on the **reference** platform (the snapshots' own, `snapshots/environment.json`), every
+  number is compared with its snapshot, and any difference fails;
+- on a platform the evidence **holds** (a committed fragment at these seeds), every number is
+  compared with that platform's own value, and any difference fails;
+- on a **new** platform (another architecture, another torch, a CPU under its native
+  kernels), a robust reading that prints differently from its snapshot fails; a fragile
+  reading that moved, and a training history's points, are drift;
+- under `--strict-numbers`, on any platform, every number is compared with its snapshot and
+  any difference fails.
+
+Exact means exact: the same float, bit for bit. On a new platform every claim's statement is
+still asserted on what it computed (that happens before any comparison, in the claim), so a
+red result means the text is wrong; what merely moved (a fragile reading, a training
+history's points, the lines that print them) is drift, named with both values, and passes.
+A **robust** reading is one every platform of the evidence prints alike: that it prints
+differently here is news, and fails.
+
+Verdicts read platforms only (`ReadingEvidence.platform_verdict`). Other seeds say how
+general a sentence is, never whether a print may move: a reading every platform prints alike
+fails when it prints differently here, however much it varies over minibatch orders.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from claimlog.evidence.fragility import FRAGILE, Fragility, ReadingEvidence
+from claimlog.evidence.tables import Table
+from claimlog.log.lines import LogLine
+from claimlog.log.readings import Reading
+
+REFERENCE, HELD, NEW = "reference", "held", "new"
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where this run's platform stands with the evidence, and what it is compared with."""
+
+    kind: str  # REFERENCE, HELD or NEW
+    platform: str  # this platform's id (`claimlog.platform.platform_id`)
+    reference: str  # the reference platform's id
+    strict: bool = False
+    # A held platform's own values, from its fragment: readings by name, tables by name.
+    readings: Mapping[str, float] = field(default_factory=dict)
+    tables: Mapping[str, Mapping[str, Sequence[float]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in (REFERENCE, HELD, NEW):
+            raise ValueError(f"unknown standing {self.kind!r}: one of {REFERENCE}, {HELD}, {NEW}")
+
+    @property
+    def against_own_evidence(self) -> bool:
+        """Whether numbers are compared with this platform's own fragment (not the snapshot)."""
+        return self.kind == HELD and not self.strict
+
+    @property
+    def exact(self) -> bool:
+        return self.strict or self.kind in (REFERENCE, HELD)
+
+    def expected_reading(self, name: str, stored: float) -> tuple[float, bool]:
+        """(the value this run must compute, whether it must compute it exactly). A reading
+        a held platform's fragment lacks (a claim newer than the evidence) is judged as on a
+        new platform."""
+        if self.against_own_evidence:
+            if name in self.readings:
+                return self.readings[name], True
+            return stored, False
+        return stored, self.exact
+
+    def expected_table(self, stored: Table) -> tuple[Table, bool]:
+        """(the table this run must compute, whether exactly); see `expected_reading`."""
+        if self.against_own_evidence:
+            own = self.tables.get(stored.name)
+            if own is None or set(own) != set(stored.columns):
+                return stored, False
+            columns = {c: np.asarray(own[c], dtype=float) for c in stored.columns}
+            if any(len(v) != len(stored.index) for v in columns.values()):
+                return stored, False
+            return Table(stored.name, stored.title, stored.index_name, stored.index, columns), True
+        return stored, self.exact
+
+    @property
+    def compared_with(self) -> str:
+        """What stored values are called in messages."""
+        return "this platform's evidence" if self.against_own_evidence else "snapshot"
+
+
+REFERENCE_STANDING = Standing(REFERENCE, "", "")
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One reading whose value here is not the one it is compared with."""
+
+    here: Reading
+    stored: Reading  # the same reading with the value it is compared with
+    line: int
+    evidence: ReadingEvidence | None
+    drift: bool  # True: reported, not failed (a new platform); False: a failure
+    compared_with: str = "snapshot"
+
+    def describe(self) -> str:
+        """'S4 plain ratio, times smaller: snapshot 3015, here 3017 (log line 40, robust)'."""
+        if self.here.printed != self.stored.printed:
+            values = f"{self.compared_with} {self.stored.printed}, here {self.here.printed}"
+        else:
+            values = (
+                f"{self.compared_with} {self.stored.value!r}, here {self.here.value!r} "
+                f"(both print {self.here.printed})"
+            )
+        return f"{self.here.name}: {values} (log line {self.line}, {status_of(self.evidence)})"
+
+
+NO_EVIDENCE = "no fresh evidence of it"
+
+
+def status_of(evidence: ReadingEvidence | None) -> str:
+    """Its platform verdict, robust or fragile, as the evidence says; without evidence (a new
+    reading, or evidence of another key: its claim changed since) nothing is known of it,
+    and it is judged as robust."""
+    return NO_EVIDENCE if evidence is None else evidence.platform_verdict
+
+
+def _same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or a == b
+
+
+def judge_reading(
+    here: Reading,
+    compared: Reading,
+    exact: bool,
+    evidence: ReadingEvidence | None,
+) -> bool | None:
+    """None: nothing to say; False: a failure; True: drift (the rules of the module's docstring).
+    Only the platform verdict decides: a seed-unstable reading every platform prints alike is
+    robust here."""
+    if _same(here.as_float(), compared.as_float()):
+        return None
+    if exact:
+        return False
+    if here.printed == compared.printed:
+        return None  # below the printed precision: nothing the text quotes moved
+    return evidence is not None and evidence.platform_verdict == FRAGILE
+
+
+def compare_readings(
+    here: Sequence[Reading],
+    stored: Mapping[str, float],
+    line_of: Mapping[str, int],
+    fragility: Fragility,
+    standing: Standing = REFERENCE_STANDING,
+) -> list[Difference]:
+    """Every reading of `here` that differs from what it is compared with (by name, at full
+    precision). Readings with no stored value are not differences: the caller reports them
+    as missing."""
+    out: list[Difference] = []
+    for reading in here:
+        if reading.name not in stored:
+            continue
+        value, exact = standing.expected_reading(reading.name, stored[reading.name])
+        compared = reading.with_value(reading.value_from_float(value))
+        evidence = fragility.reading(reading.name)
+        drift = judge_reading(reading, compared, exact, evidence)
+        if drift is not None:
+            line = line_of[reading.key]
+            where = standing.compared_with if exact else "snapshot"
+            out.append(Difference(reading, compared, line, evidence, drift, where))
+    return out
+
+
+@dataclass(frozen=True)
+class Moved:
+    """A reading whose printed value is not the snapshot's: what a reader of the log would
+    see change (`51.5 -> 48.5`), whatever it means on this platform."""
+
+    reading: Reading  # as computed here
+    before: float  # the snapshot's value, at full precision
+    line: int
+    status: str  # its platform verdict: robust, fragile, or no evidence
+
+    @property
+    def printed_before(self) -> str:
+        return self.reading.with_value(self.reading.value_from_float(self.before)).printed
+
+    def describe(self) -> str:
+        """'line 65, S6 plain, final test accuracy: 51.5 -> 48.5 (robust)'."""
+        return (
+            f"line {self.line}, {self.reading.name}: {self.printed_before} -> "
+            f"{self.reading.printed} ({self.status})"
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "reading": self.reading.to_json(),
+            "before": self.before,
+            "line": self.line,
+            "status": self.status,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Moved:
+        reading = Reading.from_json(data["reading"])
+        return cls(reading, float(data["before"]), int(data["line"]), str(data["status"]))
+
+
+def moved_readings(
+    here: Sequence[Reading],
+    stored: Mapping[str, float],
+    line_of: Mapping[str, int],
+    fragility: Fragility,
+) -> list[Moved]:
+    """The readings of `here` that print otherwise than their snapshot (`stored`, by name)."""
+    out = []
+    for reading in here:
+        if reading.name not in stored:
+            continue
+        before = reading.with_value(reading.value_from_float(stored[reading.name]))
+        if before.printed != reading.printed:
+            status = status_of(fragility.reading(reading.name))
+            out.append(Moved(reading, stored[reading.name], line_of[reading.key], status))
+    return out
+
+
+def moved_in_the_recipe(
+    recorded: Mapping[str, Reading],
+    now: Mapping[int, LogLine],
+    fragility: Fragility,
+) -> list[Moved]:
+    """The readings of the lines the layout fills from the recipe itself (a section's steps,
+    learning rate and batch: no claim owns them, so no snapshot stores them) that print
+    otherwise than the record printed them (`recorded`, read back as the published log is)."""
+    out = []
+    for number, line in now.items():
+        for reading in line.readings:
+            before = recorded.get(reading.name)
+            if before is None or before.value is None or before.printed == reading.printed:
+                continue
+            status = status_of(fragility.reading(reading.name))
+            out.append(Moved(reading, before.as_float(), number, status))
+    return out
+
+
+@dataclass(frozen=True)
+class PointDifference:
+    """One point of a stored table that is not the one computed here."""
+
+    table: Table
+    row: int
+    column: str
+    stored: float
+    here: float
+    compared_with: str = "snapshot"
+
+    def describe(self) -> str:
+        return (
+            f"{self.table.title}, {self.table.row_name(self.row)}, {self.column}: "
+            f"{self.compared_with} {self.stored!r}, here {self.here!r}"
+        )
+
+
+@dataclass(frozen=True)
+class TableVerdict:
+    """How a table computed here compares: its moved points, and whether they fail."""
+
+    points: list[PointDifference]
+    drift: bool  # True: the points moved on a new platform (reported, not failed)
+    shape: str = ""  # the rows or columns differ: a failure whatever the platform
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.shape) or (bool(self.points) and not self.drift)
+
+    def summary(self) -> str:
+        """One line for the drift report: how many points moved, and the first of them."""
+        if not self.points:
+            return ""
+        first = self.points[0]
+        total = len(first.table.index) * len(first.table.columns)
+        return (
+            f"{first.table.title}: {len(self.points)} of {total} points moved, the first at "
+            f"{first.table.row_name(first.row)}, {first.column}: {first.compared_with} "
+            f"{first.stored!r}, here {first.here!r}"
+        )
+
+
+def compare_table(
+    here: Table, stored: Table, standing: Standing = REFERENCE_STANDING
+) -> TableVerdict:
+    """Every point of `here` that is not the one it is compared with."""
+    if here.index != stored.index:
+        return TableVerdict(
+            [],
+            False,
+            f"{here.title}: the snapshot has {len(stored.index)} rows "
+            f"({stored.index_name} {_span(stored.index)}), here {len(here.index)} "
+            f"({_span(here.index)})",
+        )
+    if set(here.columns) != set(stored.columns):
+        return TableVerdict(
+            [],
+            False,
+            f"{here.title}: the snapshot has the columns {sorted(stored.columns)}, "
+            f"here {sorted(here.columns)}",
+        )
+    expected, exact = standing.expected_table(stored)
+    where = standing.compared_with if exact else "snapshot"
+    points = [
+        PointDifference(here, row, column, float(b), float(a), where)
+        for column, values in here.columns.items()
+        for row, (a, b) in enumerate(zip(values, expected.columns[column], strict=True))
+        if not _same(float(a), float(b))
+    ]
+    return TableVerdict(points, drift=not exact)
+
+
+def _span(index: Sequence[object]) -> str:
+    return f"{index[0]} to {index[-1]}" if index else "none"

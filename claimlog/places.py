@@ -1,0 +1,110 @@
+"""Where every kind of file of the project lives, known in this one place.
+
+    snapshots/
+      text/          syrupy's Amber files: each claim's log lines, as the text quotes them
+      numbers/       pytest-regressions' CSV files: every reading at full precision
+        claims/        one file per claim, one row per reading it quotes
+        runs/          one file per training run: its whole history
+        figures/       one file per figure that plots anything but a history
+      evidence/      the sweep's fragments and tables (fragility.*, robustness.*), the published log
+      environment.json   the platform that recorded the snapshots
+    obtained/        git-ignored: what a normal run computed (results.log, diagrams/), and
+                     the update's undo journal (.update/)
+
+Each snapshot library owns its folder and looks nowhere else: syrupy claims every file under
+`text/` as its own, so nothing else may live there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Places:
+    """The project's folders and files, under one root (a clone, or a scratch copy)."""
+
+    root: Path
+    obtained_folder: str = "obtained"  # the ini option claimlog_obtained, relative to the root
+
+    @property
+    def snapshots(self) -> Path:
+        return self.root / "snapshots"
+
+    @property
+    def text_snapshots(self) -> Path:
+        return self.snapshots / "text"
+
+    @property
+    def numbers(self) -> Path:
+        return self.snapshots / "numbers"
+
+    @property
+    def evidence(self) -> Path:
+        return self.snapshots / "evidence"
+
+    @property
+    def environment(self) -> Path:
+        return self.snapshots / "environment.json"
+
+    @property
+    def fragility_json(self) -> Path:
+        return self.evidence / "fragility.json"
+
+    @property
+    def fragility_md(self) -> Path:
+        return self.evidence / "fragility.md"
+
+    @property
+    def robustness_json(self) -> Path:
+        return self.evidence / "robustness.json"
+
+    @property
+    def robustness_md(self) -> Path:
+        return self.evidence / "robustness.md"
+
+    @property
+    def fragments(self) -> Path:
+        return self.evidence / "fragments"
+
+    @property
+    def published_log(self) -> Path:
+        return self.evidence / "published.log"
+
+    @property
+    def results_log(self) -> Path:
+        return self.root / "captures" / "results.log"
+
+    @property
+    def diagrams(self) -> Path:
+        return self.root / "diagrams"
+
+    @property
+    def record_folders(self) -> tuple[Path, ...]:
+        """The folders of the record a claims session may write, and only under a completed
+        --snapshot-update (`claimlog.transaction`); with `environment`, the whole record."""
+        return (self.root / "captures", self.diagrams, self.text_snapshots, self.numbers)
+
+    @property
+    def obtained(self) -> Path:
+        """What a normal run computed, never committed (git-ignored): its log and figures,
+        as pytest-regressions writes its `.obtained` files beside the expected ones."""
+        return self.root / self.obtained_folder
+
+    @property
+    def obtained_results_log(self) -> Path:
+        return self.obtained / "results.log"
+
+    @property
+    def obtained_diagrams(self) -> Path:
+        return self.obtained / "diagrams"
+
+    def text_snapshot(self, claims_module: Path) -> Path:
+        """The Amber file of one claims module."""
+        return self.text_snapshots / f"{claims_module.stem}.ambr"
+
+    def numbers_file(self, name: str) -> Path:
+        """The CSV file of a stored table or a claim's readings, by its name
+        ("runs/batch-norm", "claims/test_s4_at_init/test_plain_...")."""
+        return self.numbers / f"{name}.csv"

@@ -1,0 +1,361 @@
+"""What every workshop's claims read from the engine: `quoted`, `figure`, the evidence.
+
+- **quoted** (`claimlog.plugin.quoting`): a claim's readings and lines, checked against their
+  snapshots and handed to the log; `results_log` writes the header's lines unchecked;
+- **figures** (`<name>-figures` in pytest's cache): `figure.check` compares the numbers a
+  figure plots with their snapshot, `figure.draw` draws it with the workshop's drawing
+  module (`Declaration.figures`), or copies the PNG the same code drew from the same numbers
+  before, without importing matplotlib;
+- **the evidence**: the sweep's table (`fragility_table`) and where this platform stands
+  with it (`platform_standing`), for the claims that read the evidence itself;
+- **computed results** (`Computed`): a workshop's results by name, each computed at most once
+  per key and kept in pytest's cache; the workshop's `computed` fixture says what they depend on.
+
+What the workshop's own claims read (its recipe, data, trained runs) are its fixtures,
+in the plugins it declares.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import pickle
+import platform
+from collections.abc import Callable, Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+import pytest
+
+from claimlog.declaration import declared
+from claimlog.evidence.tables import Table
+from claimlog.platform import import_torch
+from claimlog.plugin.options import (
+    EVENTS,
+    TITLE,
+    UPDATE_COMMAND,
+    channel,
+    fragility,
+    owned_keys,
+    process_facts,
+    process_platform,
+    send_line,
+    session_id,
+    settings,
+    standing,
+)
+from claimlog.plugin.quoting import NumberSnapshots, Quoted, damage, extension_for
+from claimlog.store import Entry, Memo, Store, digest, replacing, source_digest
+
+if TYPE_CHECKING:
+    from syrupy.assertion import SnapshotAssertion
+
+    from claimlog.evidence.fragility import Fragility
+    from claimlog.evidence.verdicts import Standing
+    from claimlog.log.lines import LogLine
+
+T = TypeVar("T")
+
+
+@pytest.fixture(scope="session")
+def fragility_table(pytestconfig: pytest.Config) -> Fragility:
+    """The sweep's committed table: which readings travel, and how often bounds hold."""
+    return fragility(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def platform_standing(pytestconfig: pytest.Config) -> Standing:
+    """Where this session's platform stands with the evidence (`claimlog.evidence.verdicts`)."""
+
+    return standing(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def torch_platform(pytestconfig: pytest.Config) -> dict[str, str]:
+    """What torch says of this session's platform: its version and ATen's kernels."""
+
+    return process_facts(pytestconfig)
+
+
+@pytest.fixture
+def snapshot(request: pytest.FixtureRequest, snapshot: SnapshotAssertion) -> SnapshotAssertion:
+    """syrupy's snapshot, kept as Amber text under snapshots/text/.
+
+    A missing or damaged snapshot file fails the claim naming the file, before any work.
+    """
+    s = settings(request.config)
+    if not s.update:
+        problem = damage(s.places.text_snapshot(request.path))
+        if problem:
+            pytest.fail(
+                f"{problem}. Restore it from git, or record the numbers computed here "
+                f"with `{UPDATE_COMMAND}`.",
+                pytrace=False,
+            )
+    return snapshot.use_extension(extension_for(s.places))
+
+
+@pytest.fixture
+def quoted(request: pytest.FixtureRequest) -> Quoted:
+    """Checks a claim's readings and lines against the snapshots and writes them to the log."""
+    return Quoted(request, settings(request.config), fragility(request.config))
+
+
+class ResultsLog:
+    """Writes a claim's line to the log unchecked: for the header, which names the platform
+    and so has no snapshot."""
+
+    def __init__(self, item: pytest.Item) -> None:
+
+        self._item = item
+        self._owns = owned_keys(item)
+
+    def write(self, line: LogLine) -> None:
+        __tracebackhide__ = True
+        if line.key not in self._owns:
+            raise pytest.UsageError(
+                f"{self._item.nodeid} writes log line {line.key!r} but its log_lines mark "
+                f"declares only {list(self._owns)}"
+            )
+        send_line(self._item, line)
+
+
+@pytest.fixture
+def results_log(request: pytest.FixtureRequest) -> ResultsLog:
+    return ResultsLog(request.node)
+
+
+# -- computed results, kept in pytest's cache -----------------------------------------------
+class Computed:
+    """Results by name, each computed at most once per key and kept by `memo` (a `Memo` of
+    kind "result"). `inputs`: what every result depends on besides its name."""
+
+    def __init__(self, memo: Memo, inputs: Mapping[str, str]) -> None:
+        self.memo = memo
+        self.inputs = dict(inputs)
+        self._done: dict[str, Any] = {}
+
+    def key(self, name: str) -> str:
+        return digest(json.dumps({"result": name, **self.inputs}, sort_keys=True))
+
+    def get(self, name: str, compute: Callable[[], T]) -> T:
+        """The result `name`: kept from before, or computed now by `compute()` and kept."""
+
+        def computing() -> T:
+            import_torch()  # with this session's thread count, before the workshop imports it
+            return compute()
+
+        if name not in self._done:
+            self._done[name] = self.memo.get(
+                name,
+                self.key(name),
+                computing,
+                encode=lambda value: pickle.dumps(value, protocol=5),
+                decode=lambda entry: pickle.loads(entry.content),
+                about=lambda value: {"inputs": self.inputs},
+            )
+        return self._done[name]  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="session")
+def recipe(pytestconfig: pytest.Config) -> Any:
+    """The workshop's recipe under this session's seeds (`Declaration.recipe`; the seed
+    options, `--<axis>-seed K`, are the sweep's)."""
+    make = declared().recipe
+    if make is None:
+        raise pytest.UsageError("the workshop declares no recipe (Declaration.recipe)")
+    return make(settings(pytestconfig).seeds)
+
+
+@pytest.fixture(scope="session")
+def computed(pytestconfig: pytest.Config, recipe: Any) -> Computed:
+    """This session's computed results: each by name, computed once and kept in pytest's
+    cache (`<name>-results`) under a key of everything it depends on: the workshop's code
+    (`Declaration.computing`), its recipe under this session's seeds and the platform."""
+    workshop = declared()
+    pytest_cache = getattr(pytestconfig, "cache", None)
+    folder = f"{workshop.name}-results"
+    store = Store(pytest_cache.mkdir(folder)) if pytest_cache is not None else None
+    memo = Memo(
+        store,
+        "result",
+        recompute=settings(pytestconfig).recompute,
+        session=session_id(pytestconfig),
+        on_event=pytestconfig.stash[EVENTS].append,
+    )
+    sources = sorted(
+        f for root in workshop.computing for f in ([root] if root.is_file() else root.rglob("*.py"))
+    )
+    inputs = {
+        "source": source_digest(sources),
+        "workshop": repr(recipe),
+        **process_platform(pytestconfig).cache_fields(),
+    }
+    return Computed(memo, inputs)
+
+
+@pytest.fixture(scope="session")
+def figure_table(computed: Computed) -> Callable[[str, Callable[[], Table]], Table]:
+    """The numbers of a figure that take computing (a curve), computed once:
+    `figure_table("bce_loss.png", series.bce_loss)`."""
+
+    def of(name: str, make: Callable[[], Table]) -> Table:
+        return computed.get(f"figure {name}", make)
+
+    return of
+
+
+# -- figures: checked, drawn or reused ------------------------------------------------------
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# What the figures are drawn with and on, beside the numbers and the code.
+RENDERER = (metadata.version("matplotlib"), platform.python_version(), platform.machine())
+
+
+def fingerprint(value: Any) -> list[bytes | str]:
+    """What a figure's input is, as bytes: tables and arrays by content, networks by their
+    weights, a stored result by its key (`key`, with its `network()`: a trained run's key in
+    its store names everything its weights depend on), containers by their items, anything
+    else by its repr."""
+    if isinstance(value, Table):
+        parts: list[bytes | str] = [value.name, value.index_name, repr(value.index)]
+        for column, values in value.columns.items():
+            array = np.ascontiguousarray(values)
+            parts += [column, str(array.dtype), array.tobytes()]
+        return parts
+    if isinstance(value, np.ndarray):
+        return [str(value.dtype), repr(value.shape), np.ascontiguousarray(value).tobytes()]
+    if callable(getattr(value, "network", None)) and hasattr(value, "key"):
+        # A trained run: the same run key, the same weights.
+        return ["run", value.key] if value.key else fingerprint(value.network())
+    if hasattr(value, "state_dict"):  # a network: its weights and buffers decide what it draws
+        return [
+            part
+            for name, tensor in sorted(value.state_dict().items())
+            for part in (name, *fingerprint(tensor.detach().cpu().numpy()))
+        ]
+    if hasattr(value, "X") and hasattr(value, "y"):  # the data set
+        return [*fingerprint(value.X), *fingerprint(value.y), repr(value.n_train)]
+    if isinstance(value, Mapping):
+        return [p for k, v in value.items() for p in (repr(k), *fingerprint(v))]
+    if isinstance(value, list | tuple):
+        return [p for item in value for p in ("[", *fingerprint(item), "]")]
+    return [repr(value)]
+
+
+class Figure:
+    """Where a claim draws its figure, and the checks around drawing it: the numbers it
+    plots against their snapshot before, a real PNG after."""
+
+    def __init__(self, request: pytest.FixtureRequest, folder: Path, memo: Memo) -> None:
+        self.folder = folder
+        self._memo = memo
+        self._item = request.node
+        self._draws = settings(request.config).figures
+        self._numbers = NumberSnapshots(
+            request, settings(request.config), fragility(request.config)
+        )
+
+    def title(
+        self,
+        name: str,
+        text: str,
+        holds: Mapping[str, bool],
+        sometimes: Mapping[str, str] | None = None,
+    ) -> None:
+        """A figure's title is a sentence too: assert each part of it that `holds` (by what
+        it says of what: {"the plain net stays below 90%": plain < 90, ...}); a part that holds
+        only `sometimes` is not asserted, and the session names it with how often it holds
+        ({"layer norm reaches 90%": "51.5% here; at least 90 in 16 of 33 orders"})."""
+        __tracebackhide__ = True
+        broken = [part for part, held in holds.items() if not held]
+        if broken:
+            pytest.fail(
+                f"{self._item.nodeid}: the title of {name}, {text!r}, does not hold here: "
+                + "; ".join(broken),
+                pytrace=False,
+            )
+        said = {
+            "figure": name,
+            "title": text,
+            "holds": list(holds),
+            **{"sometimes": dict(sometimes or {})},
+        }
+        channel(self._item).append((TITLE, said))
+
+    def check(self, *tables: Table) -> None:
+        """Compare the numbers the figure plots with their snapshot."""
+        __tracebackhide__ = True
+        for table in tables:
+            self._numbers.check_table(table)
+
+    def draw(self, name: str, *inputs: Any) -> Path:
+        """Draw `name` with the function of the workshop's drawing module (its declared
+        `figures`) named after it, given `inputs` and the folder; or copy the PNG the same code
+        drew from the same inputs before. Under --no-figures, nothing: the path it would have."""
+        __tracebackhide__ = True
+        if not self._draws:
+            return self.folder / name
+        module = declared().figures
+        if module is None:
+            raise pytest.UsageError(
+                f"{self._item.nodeid} draws {name}, but the workshop declares no figures module"
+            )
+        code = importlib.util.find_spec(module)
+        assert code is not None and code.origin, module
+        key = digest(name, source_digest([Path(code.origin)]), *RENDERER, *fingerprint(inputs))
+        path = self.folder / name
+
+        def draw() -> Path:
+            drawing = importlib.import_module(module)
+            drawn: Path = getattr(drawing, name.removesuffix(".png"))(*inputs, self.folder)
+            return drawn
+
+        def copy(entry: Entry) -> Path:
+            if not path.exists() or path.read_bytes() != entry.content:
+                with replacing(path) as tmp:
+                    tmp.write_bytes(entry.content)
+            return path
+
+        drawn = self._memo.get(name, key, draw, encode=lambda png: png.read_bytes(), decode=copy)
+        assert drawn is not None  # waiting for the lock always gives a drawing
+        return self.saved(drawn)
+
+    def saved(self, path: Path) -> Path:
+        """Check that the figure was written as a real, non-trivial PNG image."""
+        __tracebackhide__ = True
+        head = path.read_bytes()[:24]
+        assert head.startswith(PNG_SIGNATURE), f"{path} is not a PNG file"
+        width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+        assert width > 300 and height > 200, f"{path} is only {width}x{height} pixels"
+        return path
+
+
+@pytest.fixture(scope="session")
+def diagrams_dir(pytestconfig: pytest.Config) -> Path:
+    """The folder the claims draw their figures into."""
+    path = settings(pytestconfig).diagrams
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def drawings(pytestconfig: pytest.Config) -> Memo:
+    """Drawings kept in pytest's cache folder (drawn every time under -p no:cacheprovider)."""
+    pytest_cache = getattr(pytestconfig, "cache", None)
+    folder = f"{declared().name}-figures"
+    store = Store(pytest_cache.mkdir(folder)) if pytest_cache is not None else None
+    return Memo(
+        store,
+        "figure",
+        recompute=settings(pytestconfig).recompute,
+        session=session_id(pytestconfig),
+        on_event=pytestconfig.stash[EVENTS].append,
+    )
+
+
+@pytest.fixture
+def figure(request: pytest.FixtureRequest, diagrams_dir: Path, drawings: Memo) -> Figure:
+    return Figure(request, diagrams_dir, drawings)

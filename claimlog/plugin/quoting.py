@@ -1,0 +1,583 @@
+"""Quoting: a claim's readings and lines, checked against the two snapshot libraries.
+
+    summary = fill.run_summary("S6 batch norm", h)
+    quoted.lines(summary, holds={"first step at the target": at_most(100)})
+
+`Quoted.lines` asserts the claim's bounds, compares every reading with its stored value by
+name, compares the lines with their text, and hands the verified lines to the log. The two
+libraries each keep their own folder:
+
+- **syrupy** (`snapshots/text/`, Amber files, one per claims module): each claim's log lines
+  as the text quotes them; syrupy claims every file it finds there. A changed line reads as
+  a one-line diff in review.
+- **pytest-regressions** (`snapshots/numbers/`, CSV files): every reading at full precision,
+  one file per claim, per training run and per figure. This module reads the stored numbers
+  itself, so a difference is told by name and judged by where this run computes
+  (`claimlog.evidence.verdicts`): exactly on the reference and on a platform the evidence holds;
+  on a new one a robust reading must print the same and anything else that moved is drift.
+  pytest-regressions writes its files (`--snapshot-update`) and compares them a second time
+  under `--strict-numbers`; a normal run is judged by this module's comparison alone.
+
+A normal run never writes a snapshot: a missing file fails its claim with the update command.
+Files are replaced atomically, so an interrupted update leaves every file whole. Bounds that
+hold only for some minibatch orders are declared with `sometimes`: measured by the sweep, not
+asserted. A claim calls `quoted.lines` before its plain `assert`s, so that a run in which it
+fails still records its numbers for the sweep.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+from pytest_regressions.num_regression import NumericRegressionFixture
+from syrupy.exceptions import SnapshotDoesNotExist
+from syrupy.extensions.amber import AmberSnapshotExtension
+
+from claimlog.evidence.fragility import Fragility
+from claimlog.evidence.tables import Table, slug
+from claimlog.evidence.verdicts import (
+    Difference,
+    Standing,
+    compare_readings,
+    compare_table,
+    moved_readings,
+)
+from claimlog.log.lines import LogLine, line_named, line_number
+from claimlog.log.readings import Bound, Reading
+from claimlog.places import Places
+from claimlog.plugin.options import (
+    BOUNDED,
+    DRIFT,
+    MOVED,
+    NUMBERS_FILE,
+    READINGS,
+    STORED,
+    TABLE,
+    UPDATE_COMMAND,
+    Settings,
+    channel,
+    owned_keys,
+    send_line,
+    standing,
+)
+from claimlog.store import relative, replacing
+
+if TYPE_CHECKING:
+    from syrupy.location import PyTestLocation
+
+
+# -- syrupy: the text -----------------------------------------------------------------------
+@cache
+def extension_for(places: Places) -> type[AmberSnapshotExtension]:
+    """An Amber extension that keeps its files in `places.text_snapshots` (one class per
+    project root, so syrupy sees the same extension in every claim)."""
+
+    class WorkshopText(AmberSnapshotExtension):
+        @classmethod
+        def dirname(cls, *, test_location: PyTestLocation) -> str:
+            return str(places.text_snapshots)
+
+    return WorkshopText
+
+
+def damage(path: Path) -> str | None:
+    """Why `path` is not a readable Amber snapshot file, or None if it is.
+
+    syrupy reads a damaged file as "needs to be regenerated ... due to a major Syrupy update",
+    which sends an author looking in the wrong place; this names the file and the damage.
+    """
+    if not path.exists():
+        return f"the snapshot file {path} is missing"
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        return f"the snapshot file {path} cannot be read ({error})"
+    if not lines or not lines[0].startswith("# serializer version:"):
+        return (
+            f"the snapshot file {path} is damaged: it does not start with '# serializer version:'"
+        )
+    opened = 0
+    for number, line in enumerate(lines[1:], start=2):
+        if line.startswith("# name: "):
+            if opened:
+                return (
+                    f"the snapshot file {path} is damaged: line {number} starts a snapshot "
+                    "before the last one ended"
+                )
+            opened = number
+        elif line == "# ---":
+            opened = 0
+        elif not opened or not line.startswith("  "):
+            return f"the snapshot file {path} is damaged at line {number}: {line[:60]!r}"
+    if opened:
+        return f"the snapshot file {path} is damaged: the snapshot from line {opened} never ends"
+    return None
+
+
+# -- pytest-regressions: the numbers --------------------------------------------------------
+SHOWN_POINTS = 8  # a history that moved everywhere is summarised after this many points
+
+
+# Failures a claim's checks found before it quoted (a moved training history), raised once it
+# has quoted, with its own, or at the end of its call (`pytest_runtest_call`).
+PENDING = pytest.StashKey[list[str]]()
+
+
+def pending(item: pytest.Item) -> list[str]:
+    """The failures deferred for `item`, taken (each is raised once)."""
+    found = item.stash.get(PENDING, [])
+    item.stash[PENDING] = []
+    return found
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """A claim that read a moved history but never quoted still fails, naming it."""
+    result = yield
+    deferred = pending(item)
+    if deferred:
+        pytest.fail("\n".join(deferred), pytrace=False)
+    return result
+
+
+class NumbersSnapshotError(Exception):
+    """A stored numbers file that is missing (`missing`) or cannot be read."""
+
+    def __init__(self, message: str, missing: bool = False) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+
+class _AtomicNumericRegression(NumericRegressionFixture):
+    """num_regression, with its files replaced in one rename (it writes them in place)."""
+
+    def _dump_fn(self, data_object: Any, filename: Path) -> None:
+        with replacing(Path(filename)) as tmp:
+            super()._dump_fn(data_object, tmp)
+
+
+def _float(cell: str) -> float:
+    return math.nan if cell == "" else float(cell)
+
+
+def read_csv(path: Path, index_name: str) -> tuple[list[str], list[str], dict[str, list[float]]]:
+    """(index, column names, columns) of a stored file whose first column is `index_name`."""
+    if not path.exists():
+        raise NumbersSnapshotError(f"{path} is missing", missing=True)
+    try:
+        with path.open(newline="") as f:
+            rows = list(csv.reader(f))
+        header, body = rows[0], rows[1:]
+        if not header or header[0] != index_name or any(len(r) != len(header) for r in body):
+            raise ValueError(f"expected a header starting with {index_name!r} and full rows")
+        columns = {name: [_float(r[i]) for r in body] for i, name in enumerate(header[1:], 1)}
+    except (OSError, UnicodeDecodeError, ValueError, IndexError) as error:
+        raise NumbersSnapshotError(f"{path} is damaged ({error})") from None
+    return [r[0] for r in body], header[1:], columns
+
+
+class NumberSnapshots:
+    """The numbers snapshots one claim reads and writes."""
+
+    def __init__(
+        self, request: pytest.FixtureRequest, settings: Settings, fragility: Fragility
+    ) -> None:
+        self._request = request
+        self._item = request.node
+        self._settings = settings
+        self._fragility = fragility
+
+    @property
+    def readings_name(self) -> str:
+        """ "claims/<module>/<claim>": where this claim's readings are stored."""
+        return f"claims/{Path(self._item.path).stem}/{slug(self._item.name)}"
+
+    def path(self, name: str) -> Path:
+        return self._settings.places.numbers_file(name)
+
+    def shown(self, name: str) -> str:
+        return relative(self.path(name), self._settings.places.root)
+
+    # -- readings ---------------------------------------------------------------------------
+    def stored_readings(self) -> dict[str, float]:
+        """This claim's stored readings by name (raises NumbersSnapshotError)."""
+        index, _, columns = read_csv(self.path(self.readings_name), "reading")
+        if "value" not in columns:
+            raise NumbersSnapshotError(f"{self.shown(self.readings_name)} has no 'value' column")
+        return dict(zip(index, columns["value"], strict=True))
+
+    @property
+    def standing(self) -> Standing:
+        return standing(self._request.config)
+
+    def _checked_by_regressions(self) -> bool:
+        """Whether pytest-regressions is handed this run's numbers: under --snapshot-update
+        (it writes its files) and under --strict-numbers (it compares them too). Otherwise
+        bnvg's own comparison, by name and exact on the reference, has already judged every
+        number against the same files; a second, pandas-based pass would only cost a warm
+        run half its time."""
+        s = self._settings
+        return s.update or s.strict
+
+    def store_readings(self, readings: Sequence[Reading]) -> None:
+        """Hand the readings computed here to pytest-regressions: written under
+        --snapshot-update, compared again under --strict-numbers."""
+        self._regression(
+            self.readings_name,
+            "reading",
+            [r.name for r in readings],
+            {"value": [r.as_float() for r in readings]},
+        )
+
+    # -- tables -----------------------------------------------------------------------------
+    def check_table(self, table: Table, defer: bool = False) -> None:
+        """Compare a table with what it is compared with on this platform, point by point
+        (or record it when updating). With `defer`, a difference fails the claim only once it
+        has quoted its readings (`PENDING`): a moved training history still lets the claim
+        say which quoted numbers moved with it."""
+        __tracebackhide__ = True
+        channel(self._item).append((TABLE, table.to_json()))
+        if not self._settings.update:
+            try:
+                index, names, columns = read_csv(self.path(table.name), table.index_name)
+            except NumbersSnapshotError as error:
+                pytest.fail(self._missing(table.title, str(error)), pytrace=False)
+            stored = Table(
+                table.name,
+                table.title,
+                table.index_name,
+                tuple(index),
+                {n: np.asarray(columns[n]) for n in names},
+            )
+            here = Table(
+                table.name,
+                table.title,
+                table.index_name,
+                tuple(str(i) for i in table.index),
+                table.columns,
+            )
+            verdict = compare_table(here, stored, self.standing)
+            if verdict.shape:
+                self._fail(self._differs(table, [verdict.shape]), defer)
+            elif verdict.failed:
+                found = verdict.points
+                shown = [d.describe() for d in found[:SHOWN_POINTS]]
+                if len(found) > SHOWN_POINTS:
+                    shown.append(f"... and {len(found) - SHOWN_POINTS} more points")
+                self._fail(self._differs(table, shown), defer)
+            elif verdict.points:  # moved on a new platform: drift, said, not failed
+                channel(self._item).append((DRIFT, verdict.summary()))
+        self._regression(table.name, table.index_name, table.index, table.columns)
+
+    def _fail(self, message: str, defer: bool) -> None:
+        __tracebackhide__ = True
+        if not defer:
+            pytest.fail(message, pytrace=False)
+        self._item.stash.setdefault(PENDING, []).append(message)
+
+    # -- messages ---------------------------------------------------------------------------
+    def update_hint(self) -> str:
+        return (
+            f"If the new values are right, accept them: {UPDATE_COMMAND} -k "
+            f"'{self._item.name}' (then update the text that quotes them)"
+        )
+
+    def _missing(self, what: str, problem: str) -> str:
+        return (
+            f"{self._item.nodeid}: no stored numbers for {what}: {problem}. Restore it from git, "
+            f"or record the numbers computed here: {UPDATE_COMMAND} -k '{self._item.name}'"
+        )
+
+    def _differs(self, table: Table, lines: Sequence[str]) -> str:
+        body = "\n".join(f"  {line}" for line in lines)
+        return (
+            f"{self._item.nodeid}: {table.title} differs from its snapshot "
+            f"({self.shown(table.name)})\n{body}\n{self.update_hint()}"
+        )
+
+    # -- pytest-regressions -----------------------------------------------------------------
+    def _regression(
+        self,
+        name: str,
+        index_name: str,
+        index: Sequence[Any],
+        columns: Mapping[str, Any],
+    ) -> None:
+        """pytest-regressions' own check of what this run computed, exact; off the reference
+        the file is only noted as read (its numbers were compared above, by name)."""
+        __tracebackhide__ = True
+        channel(self._item).append((NUMBERS_FILE, self.shown(name)))
+        if not self._checked_by_regressions():
+            return
+        import pandas as pd
+
+        request = self._request
+        fixture = _AtomicNumericRegression(
+            request.getfixturevalue("lazy_datadir"),
+            request.getfixturevalue("original_datadir"),
+            request,
+        )
+        fixture.check(
+            dict(columns),
+            fullpath=self.path(name),
+            data_index=pd.Index(list(index), name=index_name),
+            default_tolerance={"atol": 0.0, "rtol": 0.0},
+        )
+
+
+# -- `quoted` -------------------------------------------------------------------------------
+class Quoted:
+    """Checks a claim's readings and lines against the snapshots, then writes them."""
+
+    def __init__(
+        self, request: pytest.FixtureRequest, settings: Settings, fragility: Fragility
+    ) -> None:
+        self._item = request.node
+        self._request = request
+        self._owns = owned_keys(self._item)
+        # A claim that quotes lines asks for syrupy's snapshot now, at setup: a missing or
+        # damaged text snapshot fails it before any work. One that only bounds others' lines
+        # has no text of its own.
+        self._text = request.getfixturevalue("snapshot") if self._owns else None
+        self._settings = settings
+        self._fragility = fragility
+        self._numbers = NumberSnapshots(request, settings, fragility)
+
+    @property
+    def _snapshot(self) -> Any:
+        """syrupy's snapshot of this claim."""
+        if self._text is None:
+            self._text = self._request.getfixturevalue("snapshot")
+        return self._text
+
+    def bound(
+        self,
+        *lines: LogLine | Sequence[LogLine],
+        holds: Mapping[str, Bound] | None = None,
+        sometimes: Mapping[str, Bound] | None = None,
+    ) -> None:
+        """Assert `holds` of readings of lines another claim owns (and quotes): a new
+        sentence about numbers the log already prints. The readings are recorded and
+        checked against this claim's own numbers snapshot, as any claim's are, so the sweep
+        counts it; the lines stay their owner's, in the text and in the log."""
+        __tracebackhide__ = True
+        flat = self._bounded(_flatten(lines), holds or {}, sometimes or {}, own=False)
+        readings = [r for line in flat for r in line.readings]
+        channel(self._item).append((BOUNDED, [r.to_json() for r in readings]))
+        self._assert_bounds(readings)
+        if self._settings.update:
+            self._say_moved(readings, _line_numbers(flat), self._stored_if_any())
+            self._numbers.store_readings(readings)
+            return
+        differences = self._compared(readings, flat, self._stored(flat, text=False))
+        self._fail_on(differences)
+        self._numbers.store_readings(readings)
+        for d in differences:
+            channel(self._item).append((DRIFT, d.describe()))
+        self._raise_pending()
+
+    def lines(
+        self,
+        *lines: LogLine | Sequence[LogLine],
+        holds: Mapping[str, Bound] | None = None,
+        sometimes: Mapping[str, Bound] | None = None,
+    ) -> None:
+        """Verify `lines` (asserting `holds`, declaring `sometimes`) and write them."""
+        __tracebackhide__ = True
+        flat = self._bounded(_flatten(lines), holds or {}, sometimes or {})
+        readings = [r for line in flat for r in line.readings]
+        # Recorded before any check: the sweep needs the values of a claim that fails too.
+        channel(self._item).append((READINGS, [r.to_json() for r in readings]))
+        self._assert_bounds(readings)
+        if self._settings.update:
+            if readings:  # a line that prints no number (a figure's) has no numbers to store
+                self._say_moved(readings, _line_numbers(flat), self._stored_if_any())
+                self._numbers.store_readings(readings)
+            assert self._snapshot == _texts(flat)
+            self._hand_over(flat, [])
+            return
+        stored = self._stored(flat)
+        differences = self._compared(readings, flat, stored)
+        # The wording, checked apart from the numbers: the lines rendered from the stored
+        # readings must be the text syrupy stores. Compared once, before anything fails, so
+        # syrupy knows this claim used its snapshot.
+        as_stored = [
+            line_named(line.key).refill(
+                line, {r.name: r.value_from_float(stored[r.name]) for r in line.readings}
+            )
+            for line in flat
+        ]
+        text_matches = self._snapshot == _texts(as_stored)
+        self._fail_on(differences)
+        self._raise_pending()
+        if not text_matches:
+            diff = "\n".join(self._snapshot.get_assert_diff())
+            pytest.fail(
+                f"{self._item.nodeid}: the lines differ from their text snapshot\n{diff}\n"
+                f"{self._numbers.update_hint()}",
+                pytrace=False,
+            )
+        if readings:
+            self._numbers.store_readings(readings)
+        self._hand_over(flat, [d for d in differences if d.drift])
+
+    # -- steps -------------------------------------------------------------------------------
+    def _assert_bounds(self, readings: Sequence[Reading]) -> None:
+        """Fail naming every reading whose bound (not a `sometimes` one) does not hold."""
+        __tracebackhide__ = True
+        broken = [
+            f"  {r.name}: {r.printed}, but the claim says {r.bound} (log line {line_number(r.key)})"
+            for r in readings
+            if r.bound is not None and not r.sometimes and not r.bound.holds(r.value)
+        ]
+        if broken:
+            message = f"{self._item.nodeid}: the claim does not hold\n" + "\n".join(broken)
+            pytest.fail(message, pytrace=False)
+
+    def _bounded(
+        self,
+        lines: list[LogLine],
+        holds: Mapping[str, Bound],
+        sometimes: Mapping[str, Bound],
+        own: bool = True,
+    ) -> list[LogLine]:
+        for line in lines:
+            if own and line.key not in self._owns:
+                raise pytest.UsageError(
+                    f"{self._item.nodeid} quotes log line {line.key!r} but its log_lines "
+                    f"mark declares only {list(self._owns)}"
+                )
+        labels = {r.label for line in lines for r in line.readings} | {
+            r.name for line in lines for r in line.readings
+        }
+        unknown = [label for label in [*holds, *sometimes] if label not in labels]
+        if unknown:
+            raise pytest.UsageError(
+                f"{self._item.nodeid} bounds {unknown}, which its lines do not print; they "
+                "print " + ", ".join(sorted(repr(label) for label in labels))
+            )
+        return [line.bounded(holds).bounded(sometimes, sometimes=True) for line in lines]
+
+    def _stored(self, lines: list[LogLine], text: bool = True) -> dict[str, float]:
+        """The stored readings of this claim (and, with `text`, its text snapshot); fails
+        once, naming what is missing, if there is no snapshot for it yet."""
+        __tracebackhide__ = True
+        missing: list[str] = []
+        damaged: list[str] = []
+        s = self._snapshot if text else None
+        try:
+            if s is not None:
+                s.session.recall_snapshot(s.extension, s.test_location, s.index)
+        except SnapshotDoesNotExist:
+            shown = self._settings.places.text_snapshot(self._item.path)
+            missing.append(f"{shown.relative_to(self._settings.places.root)} has no entry for it")
+        stored: dict[str, float] = {}
+        try:
+            if any(line.readings for line in lines):
+                stored = self._numbers.stored_readings()
+        except NumbersSnapshotError as error:
+            problem = str(error).replace(str(self._settings.places.root) + "/", "")
+            (missing if error.missing else damaged).append(problem)
+        if missing or damaged:
+            lead = (
+                "a snapshot of this claim cannot be read"
+                if damaged
+                else ("no snapshot is stored for this claim")
+            )
+            pytest.fail(
+                f"{self._item.nodeid}: {lead}: "
+                + "; ".join(damaged + missing)
+                + f". Record it: {UPDATE_COMMAND} -k '{self._item.name}'",
+                pytrace=False,
+            )
+        names = {r.name for line in lines for r in line.readings}
+        unknown, absent = sorted(set(stored) - names), sorted(names - set(stored))
+        if unknown or absent:
+            said = [f"stores readings this claim no longer prints: {unknown}"] if unknown else []
+            said += [f"has no value for {absent}"] if absent else []
+            pytest.fail(
+                f"{self._item.nodeid}: {self._numbers.shown(self._numbers.readings_name)} "
+                + " and ".join(said)
+                + f". Record what it prints now: {UPDATE_COMMAND} -k '{self._item.name}'",
+                pytrace=False,
+            )
+        return stored
+
+    def _stored_if_any(self) -> dict[str, float]:
+        """This claim's stored readings, or none (a claim recorded for the first time)."""
+        try:
+            return self._numbers.stored_readings()
+        except NumbersSnapshotError:
+            return {}
+
+    def _say_moved(
+        self, readings: Sequence[Reading], line_of: Mapping[str, int], stored: Mapping[str, float]
+    ) -> None:
+        """Record the readings that print otherwise than their snapshot: what a reader of
+        the log would see change, said by the session whatever it means here."""
+        moved = moved_readings(readings, stored, line_of, self._fragility)
+        if moved:
+            channel(self._item).append((MOVED, [m.to_json() for m in moved]))
+
+    def _compared(
+        self, readings: Sequence[Reading], lines: list[LogLine], stored: Mapping[str, float]
+    ) -> list[Difference]:
+        """Every reading that differs from what it is compared with on this platform, the
+        stored values and what moved recorded first."""
+        channel(self._item).append((STORED, dict(stored)))
+        line_of = _line_numbers(lines)
+        self._say_moved(readings, line_of, stored)
+        standing = self._numbers.standing
+        return compare_readings(readings, stored, line_of, self._fragility, standing)
+
+    def _fail_on(self, differences: Sequence[Difference]) -> None:
+        """Fail naming every difference that is no drift."""
+        __tracebackhide__ = True
+        failures = [d for d in differences if not d.drift]
+        if failures:
+            pytest.fail(self._differs(failures), pytrace=False)
+
+    def _differs(self, failures: Sequence[Difference]) -> str:
+        numbers = "\n".join(f"  {d.describe()}" for d in failures)
+        return "\n".join(
+            [
+                f"{self._item.nodeid}: the numbers differ from the snapshot\n{numbers}",
+                *pending(self._item),
+                self._numbers.update_hint(),
+            ]
+        )
+
+    def _raise_pending(self) -> None:
+        """Fail with what the claim's checks found before it quoted (a moved history)."""
+        __tracebackhide__ = True
+        deferred = pending(self._item)
+        if deferred:
+            pytest.fail("\n".join(deferred), pytrace=False)
+
+    def _hand_over(self, lines: Iterable[LogLine], drift: list[Difference]) -> None:
+        for d in drift:
+            channel(self._item).append((DRIFT, d.describe()))
+        for line in lines:
+            send_line(self._item, line)
+
+
+def _flatten(lines: Iterable[LogLine | Sequence[LogLine]]) -> list[LogLine]:
+    out: list[LogLine] = []
+    for item in lines:
+        out.extend([item] if isinstance(item, LogLine) else item)
+    return out
+
+
+def _line_numbers(lines: Iterable[LogLine]) -> dict[str, int]:
+    return {line.key: line_number(line.key) for line in lines}
+
+
+def _texts(lines: Iterable[LogLine]) -> dict[str, str]:
+    return {line.key: line.text for line in lines}

@@ -1,0 +1,379 @@
+"""Reports an author reads instead of the terminal.
+
+- **The claims report** (`--claims-report PATH`): section by section in the log's order, each
+  claim's sentence, its verdict, and every reading it quotes by name, with the value computed
+  here, the snapshot's and the published log's, and the evidence's two answers, apart: what
+  the platforms print (robust, or fragile with its prints) and how general its claim's bound
+  is over each seed axis (k of N); the figure a claim draws under it. It reads as plain text
+  too.
+- **pytest-html**, when installed (`--html=report.html --self-contained-html`): a "claim"
+  column with each claim's sentence, and in each claim's row (pytest-html's own extras) its
+  readings table and its figure, embedded. Without pytest-html nothing is registered.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import os
+import re
+import shlex
+from collections.abc import Generator, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from claimlog.declaration import declared
+from claimlog.evidence.fragility import Fragility
+from claimlog.evidence.verdicts import Moved
+from claimlog.log.lines import PublishedLogError, line_number, read_published, section_headings
+from claimlog.log.readings import Reading
+from claimlog.platform import Platform
+from claimlog.plugin.options import (
+    DRIFT,
+    READINGS,
+    STORED,
+    Settings,
+    fragility,
+    owned_keys,
+    payloads,
+    settings,
+)
+from claimlog.plugin.outcomes import ClaimOutcome, LogAssembly
+from claimlog.store import relative
+from claimlog.text.citations import Coverage, Uncited
+from claimlog.text.prose import NOTHING_CITED
+
+# -- the claims report ----------------------------------------------------------------------
+STATUSES = ("verified", "drifted", "failed", "skipped", "not run")
+_SECTION = re.compile(r"test_(s\d+)_")
+
+
+HEADER = "[S0] the log's header"
+
+
+def _sections() -> list[tuple[int, str]]:
+    """(line number, text) of every section heading of the log."""
+    return sorted(section_headings().items())
+
+
+def _section_of(nodeid: str, claim: ClaimOutcome) -> str:
+    """The log section a claim belongs to: that of the first line it owns, or else the one
+    its module is named after (test_s4_...)."""
+    if claim.owns:
+        first = _position(claim)
+        return max(((n, text) for n, text in _sections() if n <= first), default=(0, HEADER))[1]
+    match = _SECTION.search(nodeid)
+    tag = f"[{match.group(1).upper()}]" if match else ""
+    return next((text for _, text in _sections() if tag and text.startswith(tag)), "other claims")
+
+
+@cache
+def _published(path: Path) -> Mapping[str, Reading]:
+    try:
+        return read_published(path)
+    except PublishedLogError:
+        return {}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _stored_printed(reading: Reading, claim: ClaimOutcome) -> str:
+    if reading.name not in claim.stored:
+        return ""
+    return reading.with_value(reading.value_from_float(claim.stored[reading.name])).printed
+
+
+def _travels(name: str, fragility: Fragility) -> tuple[str, str]:
+    """(on platforms: robust, or fragile with its prints; over seeds: how often the claim's
+    bound held on each seed axis)."""
+    evidence = fragility.reading(name)
+    if evidence is None:
+        return "not in the sweep", ""
+    platforms = evidence.platform_verdict
+    if evidence.moved_in_print:
+        platforms += ": " + ", ".join(sorted(set(evidence.prints_by_platform().values())))
+    over = ", ".join(f"{r.k} of {r.n} {what}" for what, r in evidence.generality())
+    return platforms, f"{evidence.bound}: {over}" if over else ""
+
+
+def render_claims_report(
+    claims: Mapping[str, ClaimOutcome],
+    log: LogAssembly | None,
+    settings: Settings,
+    root: Path,
+    platform: Platform | None,
+    invocation: Sequence[str],
+    fragility: Fragility,
+    stale: Sequence[str] = (),
+    cited: Coverage | None = None,
+    moved: Sequence[Moved] = (),
+    rewritten: Sequence[str] = (),
+    uncited: Mapping[str, Sequence[Uncited]] | None = None,
+) -> str:
+    """The report. `fragility`: the sweep's table, without the readings of the `stale` claims
+    (whose evidence is of another key than this checkout's); `cited`: what the workshop's
+    text cites; `moved`: the quoted numbers printed otherwise than their snapshots, in log order;
+    `rewritten`: what an update did to the text's quotes (and left); `uncited`: with
+    --workshop, the numbers of each document's prose that cite no line."""
+    path = settings.claims_report or root / "report.md"
+    published = _published(settings.places.published_log)
+    counts = {s: sum(1 for c in claims.values() if c.status == s) for s in STATUSES}
+    # Each count includes the reference (seed 0 on the reference platform).
+    counted = [f"{len(fragility.on_axis('platform')) + 1} platforms"] + [
+        f"{len(fragility.on_axis(axis)) + 1} {many}"
+        for axis, (_, _, many) in declared().seeds.items()
+    ]
+    over = " and ".join([", ".join(counted[:-1]), counted[-1]] if len(counted) > 1 else counted)
+    out = [
+        "# Claims report",
+        "",
+        f"- run: `pytest {shlex.join(invocation)}`",
+        f"- platform: {platform.describe() if platform else '(nothing computed)'}",
+        f"- {len(claims)} claims: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n),
+        "- results.log: "
+        + (
+            f"{log.verified} lines verified, {log.failed} failed, {log.missing} not run"
+            if log
+            else "not written"
+        ),
+        f"- the sweep's table: {len(fragility.readings)} readings over {over} "
+        f"(`{relative(settings.places.fragility_md, root)}`)"
+        if fragility.readings
+        else f"- the sweep's table: none yet (`{declared().sweep_command}`)",
+        *(
+            [
+                f"- stale evidence: {len(stale)} claim{'s' if len(stale) != 1 else ''} changed "
+                "since the sweep, their readings judged without it "
+                f"(`{declared().sweep_command}` "
+                "computes only them): " + ", ".join(f"`{c.split('::')[-1]}`" for c in stale)
+            ]
+            if stale
+            else []
+        ),
+        "",
+        "Each reading: its value here, in the snapshot and in the published log; and the "
+        "evidence's two answers, apart. On platforms: robust (every platform prints it alike) "
+        "or fragile (with what they print); only this decides a verdict. Over seeds: in how "
+        "many minibatch orders and sets of starting weights its claim's bound held, which says "
+        "how general the sentence is.",
+    ]
+    if moved:
+        out += [
+            "",
+            "## What moved",
+            "",
+            "Every quoted number printed otherwise than its snapshot, by log line:",
+            "",
+            *(f"- {_cell(m.describe())}" for m in moved),
+        ]
+    if cited is not None:
+        out += ["", "## What the text cites", "", *(f"- {line}" for line in cited.describe())]
+    if rewritten:
+        out += ["", "## What the update did to the text", "", "```", *rewritten, "```"]
+    if uncited is not None:
+        out += _uncited(uncited)
+    by_section: dict[str, list[str]] = {}
+    for nodeid in sorted(claims, key=lambda n: (_position(claims[n]), n)):
+        by_section.setdefault(_section_of(nodeid, claims[nodeid]), []).append(nodeid)
+    order = [text for _, text in _sections()]
+    for section in sorted(by_section, key=lambda t: order.index(t) if t in order else -1):
+        nodeids = by_section[section]
+        out += ["", f"## {section}"]
+        for nodeid in nodeids:
+            out += _claim(nodeid, claims[nodeid], fragility, published, settings, path)
+    return "\n".join(out) + "\n"
+
+
+def _uncited(uncited: Mapping[str, Sequence[Uncited]]) -> list[str]:
+    """Per document, the numbers its prose quotes without citing any line."""
+    out = [
+        "",
+        "## Numbers that cite no line",
+        "",
+        "Numbers of the prose in a sentence that cites no line of the log: nobody checks them. "
+        f"Cite the line, or mark the sentence with `{NOTHING_CITED}` (it renders as nothing) "
+        "if it cites nothing on purpose.",
+    ]
+    for path, found in uncited.items():
+        # Bold, not a heading: a report's third-level headings are its claims.
+        out += ["", f"**{path}**: {len(found)}" if found else f"**{path}**: none"]
+        out += [f"- `{u.where}` {u.number}: {_cell(u.sentence)}" for u in found]
+    return out
+
+
+def _position(claim: ClaimOutcome) -> int:
+    return min((line_number(k) for k in claim.owns), default=10_000)
+
+
+def _claim(
+    nodeid: str,
+    claim: ClaimOutcome,
+    fragility: Fragility,
+    published: Mapping[str, Reading],
+    settings: Settings,
+    report: Path,
+) -> list[str]:
+    lines = claim.owns and ", ".join(str(line_number(k)) for k in claim.owns)
+    out = [
+        "",
+        f"### `{nodeid.split('::', 1)[-1]}`: {claim.status}",
+        "",
+        f"> {claim.sentence}" if claim.sentence else "> (no docstring)",
+        "",
+        f"`{nodeid}`" + (f", log lines {lines}" if lines else ""),
+    ]
+    for drift in claim.drift:
+        out.append(f"- drift: {drift}")
+    quoted = {**claim.readings, **claim.bounded}
+    readings = [r for r in quoted.values() if r.kind.name != "setting"]
+    if readings:
+        out += [
+            "",
+            "| reading | here | snapshot | published | on platforms | over seeds |",
+            "|---|---:|---:|---:|---|---|",
+        ]
+        for r in readings:
+            status, over = _travels(r.name, fragility)
+            pub = published[r.name].printed if r.name in published else ""
+            out.append(
+                f"| {_cell(r.name)} | {r.printed} | {_stored_printed(r, claim)} | {pub} "
+                f"| {status} | {over} |"
+            )
+    for key in claim.owns:
+        if key.startswith("plot "):
+            png = settings.diagrams / key.removeprefix("plot ")
+            link = os.path.relpath(png, report.parent)
+            committed = settings.places.diagrams / png.name
+            if committed != png and differs(committed, png):
+                # Before and after, side by side, as pytest-mpl shows a figure that moved.
+                before = os.path.relpath(committed, report.parent)
+                out += [
+                    "",
+                    f"{png.name} differs from the committed figure:",
+                    "",
+                    "| committed | this run |",
+                    "|---|---|",
+                    f"| ![committed {png.name}]({before}) | ![{png.name}]({link}) |",
+                ]
+            else:
+                out += ["", f"![{png.name}]({link})"]
+    return out
+
+
+def differs(committed: Path, obtained: Path) -> bool:
+    """Whether a figure this run drew is not the committed one (both must exist)."""
+    return (
+        committed.is_file()
+        and obtained.is_file()
+        and committed.read_bytes() != obtained.read_bytes()
+    )
+
+
+# -- pytest-html ----------------------------------------------------------------------------
+def _side_by_side(committed: Path, obtained: Path) -> str:
+    """Two figures in one row, the committed one and this run's, embedded."""
+
+    def image(path: Path, title: str) -> str:
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        return (
+            f"<td><p>{html.escape(title)}</p>"
+            f'<img src="data:image/png;base64,{data}" alt="{html.escape(title)}" width="100%"></td>'
+        )
+
+    return (
+        '<table class="bnvg-figure-moved"><tr>'
+        + image(committed, f"committed: {committed.name}")
+        + image(obtained, f"this run: {obtained.name}")
+        + "</tr></table>"
+    )
+
+
+def _property(report: pytest.TestReport, name: str) -> Any:
+    return next((value for key, value in payloads(report) if key == name), None)
+
+
+class HtmlExtras:
+    """The hooks that feed pytest-html (registered only when pytest-html is active)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, Any, None]:
+        outcome = yield
+        report: pytest.TestReport = outcome.get_result()
+        if report.when != "call":
+            return
+        from pytest_html import extras
+
+        added = []
+        readings = _property(report, READINGS)
+        if readings:
+            added.append(extras.html(self._readings_table(report, readings)))
+        s = settings(self.config)
+        for key in owned_keys(item):
+            if key.startswith("plot "):
+                png = s.diagrams / key.removeprefix("plot ")
+                committed = s.places.diagrams / png.name
+                if committed != png and differs(committed, png):
+                    added.append(extras.html(_side_by_side(committed, png)))
+                elif png.exists():
+                    content = base64.b64encode(png.read_bytes()).decode("ascii")
+                    added.append(extras.png(content, name=png.name))
+        report.extras = [*getattr(report, "extras", []), *added]  # type: ignore[attr-defined]
+
+    def _readings_table(self, report: pytest.TestReport, readings: list[Any]) -> str:
+        stored = cast("Mapping[str, float]", _property(report, STORED) or {})
+        table = fragility(self.config)
+        rows = []
+        for data in readings:
+            r = Reading.from_json(data)
+            if r.kind.name == "setting":
+                continue
+            evidence = table.reading(r.name)
+            snapshot = (
+                r.with_value(r.value_from_float(stored[r.name])).printed if r.name in stored else ""
+            )
+            rows.append(
+                "<tr>"
+                + "".join(
+                    f"<td>{html.escape(cell)}</td>"
+                    for cell in (
+                        r.name,
+                        r.printed,
+                        snapshot,
+                        evidence.platform_verdict if evidence else "not in the sweep",
+                        str(r.bound) if r.bound else "",
+                    )
+                )
+                + "</tr>"
+            )
+        drift = [str(v) for k, v in payloads(report) if k == DRIFT]
+        return (
+            '<table class="bnvg-readings"><tr><th>reading</th><th>here</th><th>snapshot</th>'
+            "<th>on platforms</th><th>the claim says</th></tr>"
+            + "".join(rows)
+            + "</table>"
+            + "".join(f"<p>drift: {html.escape(d)}</p>" for d in drift)
+        )
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_header(self, cells: list[str]) -> None:
+        cells.insert(2, '<th class="bnvg-claim">claim</th>')
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
+        sentence = dict(report.user_properties).get("sentence", "")
+        cells.insert(2, f'<td class="bnvg-claim">{html.escape(str(sentence))}</td>')
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("html") and config.getoption("htmlpath", None):
+        config.pluginmanager.register(HtmlExtras(config), "bnvg-html")

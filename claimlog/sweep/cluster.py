@@ -1,0 +1,290 @@
+"""Running the sweep's jobs on a Dask cluster, and saying how far it got.
+
+`plan` takes what machine each worker is (its CPU, its torch build, the widest kernels it
+runs: `worker_machines` asks a running cluster's workers; a cluster of this machine's is this
+machine, `machine_here`, known before any worker starts), then lists the jobs whose fragments
+are still missing: on each kind of machine the
+reference, MKL's own path and the machine's native kernels; once, the reference with one
+setting varied (ATen's scalar or AVX-512 kernels, two threads); and every seed, under the
+reference kernels. `run` submits them,
+writes each fragment as it arrives (so an interrupted sweep resumes where it stopped), and
+prints progress: jobs done of all, those running, and an estimate of the time left.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from distributed import Client, as_completed
+
+from claimlog.evidence.fragments import Fragment, FragmentStore, Variant
+from claimlog.platform import NOT_SET, TORCH_REFERENCE, VARIABLES, Platform, apply
+from claimlog.sweep.job import run_variant, worker_cache
+from claimlog.sweep.variants import (
+    ATEN_AVX512,
+    MKL_AUTO,
+    NATIVE,
+    WORKSHOP,
+    one_setting_varied,
+    per_machine,
+    seed_variants,
+)
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What a worker is: its platform as it records it, the kernel variables its own user
+    set there, and the widest ATen kernels its CPU runs."""
+
+    platform: Platform
+    user_set: Mapping[str, str]
+    best_aten: str
+
+    def runs(self, variant: Variant) -> Platform:
+        """The platform `variant` computes on here: the reference kernels or the machine's
+        own, then what the worker's user set (a worker started with
+        ATEN_CPU_CAPABILITY=default is such a platform), then the variant's one setting, as
+        the job's session will decide them."""
+        variables = {name: NOT_SET for name in VARIABLES}
+        if not variant.native:
+            variables.update(TORCH_REFERENCE)
+        variables.update(self.user_set)
+        variables.update(dict(variant.settings))
+        return self.platform.with_settings(variables, variant.threads, self.best_aten)
+
+
+def _machine_here(cache: Path | None) -> dict[str, Any]:
+    """This process's machine, as JSON (torch's own CPU check, whatever the variables say).
+    `cache`: the pytest cache its jobs keep torch's facts in (`torch_facts`): once a job or
+    an earlier sweep asked torch there, nobody imports torch to ask again."""
+    from claimlog.platform import (
+        NUMPY_VARIABLE,
+        TORCH_FACTS_FOLDER,
+        numpy_reference,
+        numpy_simd,
+        set_by_user,
+        torch_facts,
+    )
+    from claimlog.store import Store
+
+    facts = torch_facts(Store(cache / "d" / TORCH_FACTS_FOLDER) if cache else None)
+    # A kernel variable a bnvg process set (inherited from whatever started this worker) is
+    # no choice of this machine's user: each job's session decides it again.
+    user_set = {name: os.environ[name] for name in set_by_user()}
+    here = Platform.here(threads=1, facts=facts)
+    if NUMPY_VARIABLE not in user_set:
+        # Every job's session caps numpy as the reference does (under its native kernels too).
+        here = replace(here, numpy_simd=numpy_simd(without=numpy_reference().split()))
+    return {"platform": here.to_json(), "user set": user_set, "best": facts["widest capability"]}
+
+
+def _machine(found: Mapping[str, Any]) -> Machine:
+    return Machine(Platform.from_json(found["platform"]), found["user set"], found["best"])
+
+
+# The one "address" of a cluster this sweep starts on this machine: its workers, started with
+# this process's variables, are all this machine, so a job may run on any of them.
+HERE = "this machine"
+
+
+def machine_here(cache: Path) -> Machine:
+    """This machine, as each worker of a cluster started here will be (`HERE`): asked before
+    starting one, so that a sweep with nothing to compute starts none. `cache`: the pytest
+    cache of the sweep's jobs."""
+    return _machine(_machine_here(cache))
+
+
+def _worker_machine() -> dict[str, Any]:
+    """The machine of the worker this runs on, with its jobs' cache (`job.worker_cache`)."""
+    return _machine_here(worker_cache())
+
+
+@dataclass(frozen=True)
+class Job:
+    variant: Variant
+    workers: tuple[str, ...] | None  # None: any worker
+    claims: tuple[str, ...] | None = None  # the stale claims it computes (None: every claim)
+
+
+def worker_machines(client: Client) -> dict[str, Machine]:
+    """Each worker's address and machine."""
+    found: dict[str, dict[str, Any]] = client.run(_worker_machine)
+    return {address: _machine(m) for address, m in found.items()}
+
+
+def plan(
+    machines: Mapping[str, Machine],
+    store: FragmentStore,
+    seeds: int,
+    kernels: bool = True,
+    here_only: bool = False,
+    release_only: bool = False,
+) -> tuple[list[Job], int]:
+    """(the jobs still to run, how many the whole sweep has). `here_only` (`--here`): only
+    each machine's own platforms, the workshop under the reference kernels (with whatever
+    kernel variables the user set) and under its native kernels. `release_only`
+    (`--release`): only the first, the workshop under the reference kernels: a torch
+    release's fragment, computed by the torch the workers run. `machines`: each worker's
+    address and machine, or `{HERE: machine_here()}`."""
+
+    def on(addresses: Sequence[str]) -> tuple[str, ...] | None:
+        return None if HERE in machines else tuple(addresses)
+
+    by_cpu: dict[str, list[str]] = {}  # one kind of machine: its CPU, torch and numpy
+    for address, m in sorted(machines.items()):
+        by_cpu.setdefault(m.runs(MKL_AUTO).id, []).append(address)
+    own = [WORKSHOP] if release_only else [WORKSHOP, NATIVE] if here_only else per_machine()
+    everything = not (here_only or release_only)
+    wanted: list[tuple[Job, str]] = []  # each job, and the platform its fragment lands in
+    for addresses in by_cpu.values():
+        machine = machines[addresses[0]]
+        for v in own:
+            wanted.append((Job(v, on(addresses)), machine.runs(v).id))
+    if kernels and everything:
+        any_machine = machines[sorted(machines)[0]]
+        avx512 = [a for a, m in sorted(machines.items()) if m.best_aten == "AVX512"]
+        for v in one_setting_varied(avx512=bool(avx512)):
+            workers = on(avx512) if v is ATEN_AVX512 else None
+            wanted.append((Job(v, workers), any_machine.runs(v).id))
+    if everything:
+        # Seeds on one kind of machine (the first, in a fixed order), so that where their
+        # fragments land is known before they run.
+        first = next(iter(sorted(by_cpu.items())))[1]
+        reference = machines[first[0]].runs(WORKSHOP).id
+        wanted += [(Job(v, on(first)), reference) for v in seed_variants(seeds)]
+    todo = []
+    for job, pid in wanted:
+        stale = store.to_compute(pid, job.variant.name)
+        if stale:
+            every = len(stale) == len(store.current)
+            todo.append(replace(job, claims=None if every else tuple(stale)))
+    return todo, len(wanted)
+
+
+def reference_environment() -> dict[str, dict[str, Any]]:
+    """Dask's configuration for local workers that start under the reference kernels: the
+    variables a claims session sets (`Platform.apply`), marked as bnvg's own so that a job's
+    own process decides torch's again (`--native-kernels`), set before each worker's process
+    is spawned (what Dask's `pre-spawn-environ` is for: numpy reads them at import)."""
+    import dask
+
+    env = dict(os.environ)
+    apply(environ=env)
+    spawned = dict(dask.config.get("distributed.nanny.pre-spawn-environ") or {})
+    spawned.update({k: v for k, v in env.items() if os.environ.get(k) != v})
+    # Two workers may share a core: threads that spin while they wait would starve each
+    # other. Waiting passively changes when a thread runs, never what it computes.
+    spawned.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    return {"distributed.nanny.pre-spawn-environ": spawned}
+
+
+def nothing_to_compute(total: int) -> str:
+    """What a sweep whose fragments are all there says."""
+    there = "the one fragment asked for is" if total == 1 else f"all {total} fragments are"
+    return f"nothing to compute: {there} there"
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds + 0.5), 60)
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
+
+
+def run(
+    client: Client,
+    jobs: Sequence[Job],
+    total: int,
+    project: bytes,
+    store: FragmentStore,
+    select: str | None = None,
+    cache_dir: str | None = None,
+    say: Say = print,
+) -> list[str]:
+    """Run `jobs` (at least one), writing each fragment as it arrives; return the names of
+    those that failed."""
+    already = total - len(jobs)
+    say(
+        f"{len(jobs)} of {total} jobs to run"
+        + (f" ({already} fragments already there)" if already else "")
+        + f", on {len(client.scheduler_info()['workers'])} workers"
+    )
+    shared = client.scatter(project, broadcast=True)
+    session = uuid.uuid4().hex[:8]
+    futures: dict[Any, Job] = {}
+    for number, job in enumerate(jobs):
+        # A platform's own workshop run must run on a worker of that platform.
+        placement = (
+            {"workers": list(job.workers), "allow_other_workers": False} if job.workers else {}
+        )
+        future = client.submit(
+            run_variant,
+            job.variant,
+            shared,
+            select,
+            cache_dir,
+            job.claims,
+            # Unique per job: the workshop runs once per platform under one variant name.
+            key=f"claimlog-{job.variant.name}-{number}-{session}",
+            pure=False,
+            **placement,
+        )
+        futures[future] = job
+    failed: list[str] = []
+    start = time.monotonic()
+    computing = spent = 0.0
+    workers = max(1, len(client.scheduler_info()["workers"]))
+    for i, future in enumerate(as_completed(futures), start=1):
+        job = futures[future]
+        try:
+            result = future.result()
+            fragment = Fragment.from_json(result["fragment"])
+        except Exception as error:  # a job's failure is reported; the others go on
+            failed.append(job.variant.name)
+            say(f"[{already + i}/{total}] {job.variant.name} FAILED: {error}")
+            continue
+        store.write(fragment)
+        computing += float(result["computing"])
+        spent += float(result["seconds"])
+        elapsed = time.monotonic() - start
+        # The jobs so far ran `workers` at a time: their wall time per job is the rate at
+        # which the rest will finish (dividing by the workers again would count them twice).
+        left = (elapsed / i) * (len(jobs) - i)
+        running = _running(client, futures)
+        say(
+            f"[{already + i}/{total}] {job.variant.name} on {fragment.platform_id}"
+            + (f"; running: {', '.join(running)}" if running else "")
+            + (f"; about {_clock(left)} left" if i < len(jobs) else f"; done in {_clock(elapsed)}")
+        )
+    if spent:
+        say(floor_said(elapsed, computing, spent, workers))
+    return failed
+
+
+def floor_said(elapsed: float, computing: float, spent: float, workers: int) -> str:
+    """The sweep's wall time against its floor: what its jobs spent computing (training,
+    the computed results), shared by its workers."""
+    floor = computing / workers
+    return (
+        f"the sweep took {_clock(elapsed)}; its computations alone took {_clock(computing)} "
+        f"over {workers} worker{'s' if workers != 1 else ''}, a floor of {_clock(floor)}; "
+        f"its jobs spent {_clock(spent - computing)} beyond them "
+        f"({(spent - computing) / spent:.0%} of their time)"
+    )
+
+
+def _executing(dask_worker: Any) -> list[str]:
+    """The keys of the tasks a worker is executing now (run on the worker)."""
+    return [str(task.key) for task in dask_worker.state.executing]
+
+
+def _running(client: Client, futures: dict[Any, Job]) -> list[str]:
+    """The variants being computed now (not those merely waiting on a worker)."""
+    executing = {key for keys in client.run(_executing).values() for key in keys}
+    return sorted(job.variant.name for f, job in futures.items() if f.key in executing)

@@ -1,0 +1,178 @@
+"""One job of the sweep: a variant's claims session, run where a Dask worker runs it.
+
+The job receives the project (its claims, snapshots and configuration, packed once by the
+client and shared with every worker), keys its claims (`claimlog.evidence.fragments.claim_keys`),
+runs `pytest claims/` under the variant, only the claims whose evidence is stale when the
+sweep says which, with `--snapshot-update` (so a number that moved is recorded, not a
+failure: only the claims' own assertions decide their outcome) and `--no-figures` (a fragment
+reads no picture), and returns the fragment built from the session's record. It runs on
+whichever machine the worker is on, so a worker elsewhere contributes its own platform.
+
+A job costs its computation and little else: a variant under the reference kernels (every
+seed, and the workshop itself) runs in the worker's own process, which keeps torch, the
+claims' imports and one copy of the project from one job to the next; one that sets other
+kernel variables runs in a fresh process (torch reads them once, at import).
+
+The bnvg installed beside the worker does the computing: a worker on another machine needs
+the project installed as the README says.
+"""
+
+from __future__ import annotations
+
+import atexit
+import io
+import os
+import shutil
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from claimlog.declaration import declared_in
+from claimlog.evidence.fragments import Variant, claim_keys, from_record
+from claimlog.places import Places
+from claimlog.platform import VARIABLES, apply
+from claimlog.runner import PROJECT_FILES, run_claims, run_claims_here
+from claimlog.store import COMPUTED, digest
+
+# Claims that read the sweep's own tables (marked `evidence`) are no claims about a seed.
+NOT_EVIDENCE = "not evidence"
+
+
+def pack(root: Path) -> bytes:
+    """The project's claims, snapshots and configuration as a tar.gz, without the sweep's
+    fragments (evidence for the merge, not for the claims) and caches."""
+
+    def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        parts = Path(info.name).parts
+        if "__pycache__" in parts or "fragments" in parts:
+            return None
+        return info
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name in PROJECT_FILES:
+            if (root / name).exists():  # a workshop without a conftest.py needs none
+                tar.add(root / name, arcname=name, filter=keep)
+    return buffer.getvalue()
+
+
+def worker_cache() -> Path | None:
+    """A pytest cache of the Dask worker this runs on, in its local directory (which lives as
+    long as the worker), or None off a worker: a worker on another machine keeps what its
+    jobs computed (torch's facts, trained runs, each keyed by what it depends on) for its
+    later jobs, as a local cluster's jobs share the project's cache."""
+    from distributed import get_worker
+
+    try:
+        return Path(get_worker().local_directory) / "claimlog-cache"
+    except ValueError:  # not in a worker's task
+        return None
+
+
+def only(claims: Sequence[str] | None, select: str | None) -> str | None:
+    """The -k expression of a job: the claims it computes (by function name; None: all) and
+    the sweep's --select."""
+    named = " or ".join(sorted({c.rsplit("::", 1)[-1] for c in claims})) if claims else None
+    if named and select:
+        return f"({select}) and ({named})"
+    return named or select
+
+
+def unpack(project: bytes, root: Path) -> None:
+    with tarfile.open(fileobj=io.BytesIO(project), mode="r:gz") as tar:
+        # The "data" filter refuses links and paths out of the folder. Python 3.11.2 (Debian
+        # bookworm's, the arm64 evidence's) predates filters: there the archive, packed by
+        # `pack` from the project itself, is unpacked as it is.
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(root, filter="data")
+        else:
+            tar.extractall(root)
+
+
+def in_this_process(variant: Variant) -> bool:
+    """Whether a variant computes as this worker's process does: under the reference kernels
+    (the plugin sets them before torch is imported) and one thread, as every seed variant and
+    the workshop itself do. Those run in the worker, which keeps torch and the claims' imports
+    from one job to the next; a variant that sets other kernel variables runs in a process of
+    its own, since torch reads them once, when it is imported."""
+    if variant.settings or variant.native or variant.threads != 1:
+        return False
+    # A worker started elsewhere, without the reference kernels in its environment, may have
+    # imported numpy under other ones already: then the variant runs in a process of its own.
+    env = dict(os.environ)
+    apply(environ=env)
+    return all(env.get(name) == os.environ.get(name) for name in VARIABLES)
+
+
+# The worker's copy of the project, by the digest of its archive: one per process, kept for
+# its later jobs (a claims module is imported once per process, from one path).
+_UNPACKED: dict[str, Path] = {}
+
+
+def _project_here(project: bytes) -> Path:
+    name = digest(project)[:16]
+    if name not in _UNPACKED:
+        # Another project's claims (a later sweep of an edited checkout, on a long-lived
+        # worker) were imported under the same module names from another folder: forget
+        # them, or pytest would refuse this project's as a mismatch.
+        for old in _UNPACKED.values():
+            for module, loaded in list(sys.modules.items()):
+                file = getattr(loaded, "__file__", None)
+                if file and Path(file).resolve().is_relative_to(old.resolve()):
+                    del sys.modules[module]
+            shutil.rmtree(old.parent, ignore_errors=True)
+        _UNPACKED.clear()
+        root = Path(tempfile.mkdtemp(prefix="claimlog-sweep-worker-")) / "project"
+        unpack(project, root)
+        atexit.register(shutil.rmtree, root.parent, ignore_errors=True)
+        _UNPACKED[name] = root
+    return _UNPACKED[name]
+
+
+def run_variant(
+    variant: Variant,
+    project: bytes,
+    select: str | None = None,
+    cache_dir: str | None = None,
+    claims: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Run the claims under `variant` and return its fragment, as JSON-able data, with what
+    the job spent computing and in all (in seconds).
+    `claims`: only these (the stale ones; None: every claim). `cache_dir`: the pytest cache
+    the session reuses and fills (the project's own for a local cluster); without it, the
+    worker's own (`worker_cache`). Figures are not drawn: a fragment reads no picture."""
+    started = time.perf_counter()
+    expression = only(claims, select)
+    args = ["-n", "0", "-q", "--snapshot-update", "--no-figures", *variant.args()]
+    args += ["-m", NOT_EVIDENCE, *(["-k", expression] if expression else [])]
+    cache = Path(cache_dir) if cache_dir else worker_cache()
+    with tempfile.TemporaryDirectory(prefix="claimlog-sweep-") as scratch:
+        outputs = Path(scratch) / "out"
+        if in_this_process(variant):
+            root = _project_here(project)
+            declared_in(root)  # the workshop this project names, as its sessions will read it
+            keys = claim_keys(Places(root))
+            record = run_claims_here(args, root=root, outputs=outputs, cache_dir=cache)
+        else:
+            root = Path(scratch) / "project"
+            unpack(project, root)
+            declared_in(root)
+            keys = claim_keys(Places(root))
+            # Two variants may share a core: threads that spin while they wait would starve
+            # each other. Waiting passively changes when a thread runs, never what it computes.
+            env = {"OMP_WAIT_POLICY": "PASSIVE", **variant.env()}
+            run = run_claims(args, cwd=root, outputs=outputs, env=env, cache_dir=cache)
+            if not run.record_path.exists() or run.returncode not in (0, 1):
+                raise RuntimeError(f"the claims under {variant.name} did not finish:\n{run.tail()}")
+            record = run.record
+        return {
+            "fragment": from_record(variant, record, keys).to_json(),
+            # What the job spent computing (training, the computed results), and in all:
+            # the sweep's floor, and what it cost beyond it.
+            "computing": sum(e.seconds or 0.0 for e in record.events if e.what == COMPUTED),
+            "seconds": time.perf_counter() - started,
+        }

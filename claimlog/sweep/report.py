@@ -1,0 +1,562 @@
+"""The sweep's tables and the documentation's generated sections, rendered for people.
+
+- `snapshots/evidence/fragility.md` (`render_fragility`): section by section, one row per
+  reading: its value here and in the published log, whether it travels, the values seen on
+  the other platforms, its band, its spread over the seeds, and how often its claim's bound
+  holds, each run judged by its own numbers;
+- `snapshots/evidence/robustness.md` (`render_robustness`) and docs/sweep.md's findings
+  (`findings`): every claim, with how often it holds over minibatch orders and over starting
+  weights, as k of N with its 95% interval, and on each torch release;
+- docs/platforms.md's "What an upgrade costs" (`render_upgrades`): per torch release the evidence
+  holds, the log lines that move, the statements that no longer hold, and which lines of the
+  published log it reproduces.
+
+All are written from the merged documents (`claimlog.sweep.merge`), never read back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from claimlog.declaration import declared
+from claimlog.evidence.fragility import (
+    FRAGILE,
+    ROBUST,
+    Fragility,
+    Rate,
+    ReadingEvidence,
+    Seen,
+    version_key,
+)
+from claimlog.log.lines import line_number
+
+# -- fragility.md ----------------------------------------------------------------------------
+LEGEND = """\
+Each reading answers two questions, apart (`claimlog/evidence/fragility.py`).
+
+**On platforms: what does its line print?** (the column "on platforms")
+- **robust**: every platform below prints it alike. On a platform new to the evidence, a
+  robust reading printed differently fails.
+- **fragile**: some platform prints it otherwise (the prints are listed). On a new platform
+  its moving is drift, reported, not failed. Its band (the range seen, widened by half its
+  width on each side, clipped to its kind's domain) is shown for people; no verdict reads it.
+
+In brackets, what moves a fragile reading: "kernels" (another CPU, other kernels or threads,
+on the reference's torch) or "torch" (another torch release under the reference kernels). A
+torch column is blank where that release prints what the reference prints. "bound holds on
+k of N platforms" marks a claim whose statement itself depends on the platform: quote how
+often it holds, never a value.
+
+**Over seeds: how general is the sentence?** (the column "over seeds, the bound holds")
+In how many {seeds} the claim's bound held, each run
+judged by its own numbers, as k of N. Seeds never decide a verdict or excuse a quoted value.
+
+A platform the evidence holds (the reference, or any platform below) is compared exactly
+with its own numbers (`claimlog/evidence/verdicts.py`).
+"""
+
+
+def legend() -> str:
+    """How to read fragility.md, in the words of the workshop's seed axes."""
+    return LEGEND.format(seeds=_and([counted for _, _, counted in declared().seeds.values()]))
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+MOVES_WITH = {"platform": "kernels", "release": "torch"}
+
+
+def _seen(e: ReadingEvidence) -> str:
+    """The values printed on the platforms of the reference's torch, if they differ."""
+    printed = {s.printed for s in e.platforms.values() if s.axis == "platform"}
+    if printed <= {e.reference.printed}:
+        return ""
+    # By value, then by text: -0.0000 and +0.0000 are equal numbers, and a set has no order.
+    return ", ".join(sorted(printed | {e.reference.printed}, key=lambda p: (_as_number(p), p)))
+
+
+def _on_platforms(e: ReadingEvidence) -> str:
+    """The platform verdict, what moves it, and whether the claim's bound depends on the
+    platform: "fragile (kernels, torch); bound holds on 4 of 19 platforms"."""
+    moved = [MOVES_WITH[axis] for axis in e.moves_with]
+    said = e.platform_verdict + (f" ({', '.join(moved)})" if moved else "")
+    platforms = e.on_how_many_platforms()
+    if e.holds_on_some_platforms_only and platforms is not None:
+        said += f"; bound holds on {platforms.k} of {platforms.n} platforms"
+    return said
+
+
+def _on_release(fragility: Fragility, e: ReadingEvidence, release: str) -> str:
+    seen = fragility.on_release(e, release)
+    return "" if seen is None or seen.printed == e.reference.printed else seen.printed
+
+
+def _as_number(printed: str) -> float:
+    """A printed value's number, to order values seen ("never" last)."""
+    digits = printed.removeprefix("step ")
+    return float(digits) if digits not in ("never", "True", "False") else float("inf")
+
+
+def _band(e: ReadingEvidence) -> str:
+    return (
+        ""
+        if e.band is None or not e.moved_in_print
+        else (f"{e.printed(e.band[0])} to {e.printed(e.band[1])}")
+    )
+
+
+def _seeds(e: ReadingEvidence) -> str:
+    spread = e.over_seeds()
+    if spread is None or not e.seeds:
+        return ""
+    lo, mid, hi = (e.printed(v) for v in spread)
+    return lo if lo == hi else f"{lo} / {mid} / {hi}"
+
+
+def _generality(e: ReadingEvidence) -> str:
+    """ "at least 90: 16 of 33 minibatch orders, 19 of 33 starting weights"."""
+    if e.bound is None or not e.generality():
+        return ""
+    return f"{e.bound}: " + ", ".join(f"{r.k} of {r.n} {what}" for what, r in e.generality())
+
+
+def render_fragility(fragility: Fragility, sections: Mapping[int, str]) -> str:
+    """`sections` maps the log line of each section heading to its text, to group the rows."""
+    variants = fragility.variants
+    platforms = fragility.on_axis("platform")
+    releases = list(fragility.releases)
+    workshop = declared()
+    seeds = {axis: fragility.on_axis(axis) for axis in workshop.seed_axes()}
+    seeded = [
+        f"{len(seeds[a])} {counted} (`{a}-seed-k`)" for a, (_, _, counted) in workshop.seeds.items()
+    ]
+    axes_named = _and([many for _, many, _ in workshop.seeds.values()])
+    verdicts = [e.platform_verdict for e in fragility.readings.values()]
+    counts = {verdict: verdicts.count(verdict) for verdict in (ROBUST, FRAGILE)}
+    bounded = [e for e in fragility.readings.values() if e.bound is not None and e.generality()]
+    general = sum(1 for e in bounded if e.general)
+    out = [
+        "# Which numbers of the log travel, and how general each sentence is",
+        "",
+        f"Written by the sweep (`{workshop.sweep_command}`, docs/sweep.md) from the claims run "
+        "under",
+        f"{len(platforms)} other platforms, {len(releases)} other torch releases and "
+        f"{sum(map(len, seeds.values()))} other seeds "
+        f"({axes_named}). Reference: `{fragility.reference}`.",
+        "",
+        "Platforms: " + "; ".join(f"`{v}` = {variants[v]}" for v in platforms) + ".",
+        "",
+        *(
+            [
+                f"Torch releases, beside the reference's {fragility.reference_release}, under "
+                "the reference kernels (`nox -s torch-<release>`): "
+                + "; ".join(f"`{name}` = {variants[name]}" for name in fragility.releases.values())
+                + ".",
+                "",
+            ]
+            if releases
+            else []
+        ),
+        f"Seeds: {_and(seeded)}, under the reference kernels; the reference is seed 0 "
+        f"of {'both' if len(seeds) == 2 else 'each'}."
+        + (
+            f" {_capital(workshop.published)} is shown beside each reading; it is an "
+            "observation, counted in no verdict and no band."
+            if fragility.on_axis("published")
+            else ""
+        ),
+        "",
+        f"{len(fragility.readings)} readings. On platforms: "
+        + ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+        + f". Over seeds: of the {len(bounded)} whose claim states a bound, {general} hold in "
+        f"every seed swept and {len(bounded) - general} do not.",
+        "",
+        legend(),
+    ]
+    by_line = sorted(fragility.readings.values(), key=lambda e: (e.line, e.position))
+    heading_lines = sorted(sections)
+    current = None
+    for e in by_line:
+        section = max((n for n in heading_lines if n <= e.line), default=None)
+        if section != current:
+            current = section
+            title = sections.get(section, "the header") if section else "the header"
+            out += [
+                "",
+                f"## {title}",
+                "",
+                "| line | reading | here | published | on platforms | prints elsewhere "
+                + "".join(f"| torch {r} " for r in releases)
+                + "| band | over seeds (min / median / max) | over seeds, the bound holds |",
+                "|---:|---|---:|---:|---|---|" + "---:|" * len(releases) + "---|---|---|",
+            ]
+        out.append(
+            f"| {e.line} | {_escape(e.name)} | {e.reference.printed} | "
+            f"{e.published.printed if e.published else ''} | {_on_platforms(e)} | "
+            f"{_escape(_seen(e))} | "
+            + "".join(f"{_on_release(fragility, e, r)} | " for r in releases)
+            + f"{_band(e)} | {_seeds(e)} | {_generality(e)} |"
+        )
+    published = [
+        (e, e.published.printed)
+        for e in by_line
+        if e.published is not None and e.published.printed != e.reference.printed
+    ]
+    if published:
+        out += ["", "## Where the published log differs from this machine", ""]
+        out += [
+            f"- line {e.line}, {e.name}: published {printed}, here {e.reference.printed} "
+            f"({e.platform_verdict})"
+            for e, printed in published
+        ]
+    return "\n".join(out) + "\n"
+
+
+# -- robustness.md and docs/sweep.md's findings ---------------------------------------------
+def _and(parts: Sequence[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def axis_words() -> dict[str, str]:
+    """How people call each seed axis: {"sampler": "minibatch orders", ...}."""
+    return {axis: many for axis, (_, many, _) in declared().seeds.items()}
+
+
+def rates(document: Mapping[str, Any], claim: str) -> dict[str, Rate]:
+    row = document.get("claims", {}).get(claim, {})
+    return {
+        axis: Rate(int(v["holds"]), int(v["of"]))
+        for axis, v in row.items()
+        if isinstance(v, dict) and "holds" in v
+    }
+
+
+def changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """The claims whose verdict over seeds changed between two documents, said for people."""
+    out = []
+    for claim in sorted(set(before.get("claims", {})) | set(after.get("claims", {}))):
+        old, new = rates(before, claim), rates(after, claim)
+        for axis in sorted(set(old) | set(new)):
+            a, b = old.get(axis), new.get(axis)
+            if a is None or b is None or a.always != b.always or (a.k, a.n) != (b.k, b.n):
+                said_a = f"{a.k} of {a.n}" if a else "not measured"
+                said_b = f"{b.k} of {b.n}" if b else "not measured"
+                if said_a != said_b:
+                    out.append(f"{claim}: {axis_words().get(axis, axis)}: {said_a} -> {said_b}")
+    return out
+
+
+RELEASE_CELL = {"passed": "holds", "failed": "**fails**", "skipped": "skipped"}
+
+
+def _short(claim: str) -> str:
+    return claim.split("::", 1)[-1]
+
+
+def render_robustness(document: Mapping[str, Any], sections: Sequence[tuple[str, str]]) -> str:
+    """robustness.md: every claim, by section, with how often it holds on each axis.
+
+    `sections` pairs each claims module's name ("test_s6_training") with its title."""
+    axes = [a for a in declared().seed_axes() if a in document.get("axes", {})]
+    releases = list(document.get("releases", []))
+    others = list(document.get("architectures", []))
+    out = [
+        "# Truth over seeds: how often each claim holds",
+        "",
+        f"Written by the sweep (`{declared().sweep_command}`, see docs/sweep.md) from its "
+        "fragments.",
+        "Each claim was run again under "
+        + " and under ".join(
+            f"{len(document['axes'][a])} {axis_words()[a]} ({a} seeds, seed 0 included)"
+            for a in axes
+        )
+        + f", on the reference platform `{document.get('reference', '')}`. "
+        "A claim that holds in every run is a fact of the recipe; one that does not is luck of "
+        "the draw, and its honest statement is the rate. Intervals are 95% Wilson intervals.",
+    ]
+    if releases:
+        out += [
+            "",
+            "The torch columns say whether each claim holds at the workshop's own seeds on each "
+            "torch release, under the reference kernels (`nox -s torch-<release>`); "
+            'docs/platforms.md\'s "What an upgrade costs" lists what moves.',
+        ]
+    if others:
+        out += [
+            "",
+            "The columns of another architecture say whether each claim holds at the "
+            "workshop's own seeds there (`nox -s arm64`); docs/platforms.md's \"arm64\" "
+            "section lists what moves.",
+        ]
+    by_module: dict[str, list[str]] = {}
+    for claim in document.get("claims", {}):
+        by_module.setdefault(
+            claim.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py"), []
+        ).append(claim)
+    for module, title in sections:
+        claims = by_module.pop(module, [])
+        if not claims:
+            continue
+        out += [
+            "",
+            f"## {title}",
+            "",
+            "| claim | "
+            + " | ".join(
+                [*(axis_words()[a] for a in axes), *(f"torch {r}" for r in releases), *others]
+            )
+            + " |",
+        ]
+        out.append("|---|" + "---|" * (len(axes) + len(releases) + len(others)))
+        for claim in claims:
+            cells = []
+            for axis in axes:
+                rate = rates(document, claim).get(axis)
+                cells.append(
+                    "" if rate is None else (f"**{rate}**" if not rate.always else str(rate))
+                )
+            on = document["claims"][claim].get("releases", {})
+            cells += [RELEASE_CELL.get(on.get(r, "not run"), "") for r in releases]
+            there = document["claims"][claim].get("architectures", {})
+            cells += [RELEASE_CELL.get(there.get(label, "not run"), "") for label in others]
+            out.append(f"| `{_short(claim)}` | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def findings(document: Mapping[str, Any]) -> str:
+    """docs/sweep.md's luck-of-the-draw findings: the claims that do not hold for every seed."""
+    axes = [a for a in declared().seed_axes() if a in document.get("axes", {})]
+    lines = []
+    for claim, row in document.get("claims", {}).items():
+        rs = rates(document, claim)
+        if all(rs[a].always for a in axes if a in rs):
+            continue
+        said = "; ".join(f"{axis_words()[a]}: {rs[a]}" for a in axes if a in rs)
+        sentence = row.get("sentence", "")
+        lines.append(
+            f"- `{_short(claim)}`: {said}." + (f" It verifies: {sentence}" if sentence else "")
+        )
+    held = sum(
+        1
+        for claim in document.get("claims", {})
+        if all(r.always for r in rates(document, claim).values())
+    )
+    n = {a: len(document["axes"][a]) for a in axes}
+    head = (
+        f"Over {' and '.join(f'{n[a]} {axis_words()[a]}' for a in axes)} (the sweep's seeds, the "
+        f"workshop's own seed 0 included), {held} of {len(document.get('claims', {}))} claims hold "
+        "in every run. These do not, and the text should state them as rates:"
+    )
+    return "\n".join([head, "", *lines]) + "\n"
+
+
+# -- what an upgrade costs ---------------------------------------------------------------------
+# "torch 2.13.0+cpu | numpy 2.2.6 | seed 0": the line that names the release always moves.
+VERSIONS_LINE = line_number("versions")
+
+
+@dataclass(frozen=True)
+class PlatformDifference:
+    """One reading that another platform run or torch release prints otherwise than the
+    reference does: its evidence, and what it is `there`. (Not a
+    `claimlog.evidence.verdicts.Moved`, which is a session's reading printed otherwise than its
+    snapshot.)"""
+
+    evidence: ReadingEvidence
+    there: Seen
+
+    @property
+    def breaks(self) -> bool:
+        """Its claim's bound held on the reference and does not on the release."""
+        return bool(self.evidence.reference.holds) and self.there.holds is False
+
+
+def moved(fragility: Fragility, release: str) -> list[PlatformDifference]:
+    """The readings `release` prints differently from the reference, in log order."""
+    return _moved(fragility, lambda e: fragility.on_release(e, release))
+
+
+def moved_on(fragility: Fragility, run: str) -> list[PlatformDifference]:
+    """The readings the platform run `run` prints differently from the reference."""
+    return _moved(fragility, lambda e: e.platforms.get(run))
+
+
+def _moved(
+    fragility: Fragility, there_of: Callable[[ReadingEvidence], Seen | None]
+) -> list[PlatformDifference]:
+    out = []
+    for e in sorted(fragility.readings.values(), key=lambda e: (e.line, e.position)):
+        there = there_of(e)
+        if there is not None and there.printed != e.reference.printed:
+            out.append(PlatformDifference(e, there))
+    return out
+
+
+def failing_claims(robustness: Mapping[str, Any], release: str, reference: str) -> list[str]:
+    """The claims that pass on the reference's torch (`reference`, "2.13.0") and fail on
+    `release`."""
+    out = []
+    for claim, row in robustness.get("claims", {}).items():
+        on = row.get("releases", {})
+        if on.get(release) == "failed" and on.get(reference) != "failed":
+            out.append(claim)
+    return out
+
+
+def published_lines(fragility: Fragility, release: str) -> tuple[list[int], list[int]]:
+    """(the published log's lines with readings that `release` reproduces, those it does
+    not): a line is reproduced when every reading on it prints as the published log does."""
+    differs: dict[int, bool] = {}
+    for e in fragility.readings.values():
+        there = fragility.on_release(e, release)
+        if e.published is None or there is None:
+            continue
+        differs[e.line] = differs.get(e.line, False) or there.printed != e.published.printed
+    same = sorted(n for n, moved in differs.items() if not moved)
+    return same, sorted(n for n, moved in differs.items() if moved)
+
+
+def _line_list(lines: list[int]) -> str:
+    return ", ".join(str(n) for n in lines) if lines else "none"
+
+
+def _what_moves(platform: str, seen: list[PlatformDifference], described: str = "") -> list[str]:
+    """A platform's paragraph: the lines that move (the versions line always does), then
+    each moved reading, there and here. `described`: what the platform is, in full."""
+    lines = sorted({VERSIONS_LINE, *(m.evidence.line for m in seen)})
+    said = "1 line moves" if len(lines) == 1 else f"{len(lines)} lines move"
+    title = f"**{platform}**" + (f" ({described})" if described else "")
+    return [f"{title}: {said} ({_line_list(lines)})."] + [
+        f"- line {m.evidence.line}, {m.evidence.name}: {m.there.printed} "
+        f"(here {m.evidence.reference.printed})" + ("; its bound breaks" if m.breaks else "")
+        for m in seen
+    ]
+
+
+def _statements(
+    broken: list[PlatformDifference], failing: list[str], there: str, holds: str
+) -> list[str]:
+    """The statements that no longer hold on a platform (`there`: "on torch 2.15.0"): each
+    bound that breaks, each claim that fails; or that every one `holds`."""
+    if not (broken or failing):
+        return [f"Every claim's statement {holds} on it."]
+    return [
+        "Statements that no longer hold on it:",
+        *(
+            f"- {m.evidence.name} is {m.evidence.bound}: {there} it is {m.there.printed}, not "
+            f"{m.evidence.reference.printed}"
+            for m in broken
+        ),
+        *(f"- `{_short(c)}` fails" for c in failing),
+    ]
+
+
+def render_upgrades(
+    fragility: Fragility, robustness: Mapping[str, Any], reference_lines: int
+) -> str:
+    """docs/platforms.md's section. `reference_lines`: how many lines the log has."""
+    releases = list(fragility.releases)
+    ref = fragility.reference_release
+    if not releases:
+        return (
+            f"The evidence holds no torch release but the reference's ({ref}): run "
+            "`nox -s torch-<release>` to add one.\n"
+        )
+    out = [
+        f"The workshop's claims ran under the reference kernels on torch {', '.join(releases)}, "
+        f"beside the pinned {ref} (`nox -s torch-<release>`). Per release: the lines of "
+        f"`captures/results.log` ({reference_lines} lines) that would change, and the "
+        "statements that would no longer hold.",
+        "",
+    ]
+    for release in releases:
+        seen = moved(fragility, release)
+        broken = [m for m in seen if m.breaks]
+        failing = failing_claims(robustness, release, ref)
+        out += _what_moves(f"torch {release}", seen)
+        out += ["", *_statements(broken, failing, f"on torch {release}", "still holds"), ""]
+    out.append(f"Which lines of {declared().published} each torch reproduces:")
+    out.append("")
+    nowhere: set[int] | None = None
+    for release in sorted([ref, *releases], key=version_key):
+        same, other = published_lines(fragility, release)
+        nowhere = set(other) if nowhere is None else nowhere & set(other)
+        out.append(
+            f"- torch {release}: {len(same)} of {len(same) + len(other)} lines with numbers; "
+            f"not {_line_list(other)}"
+        )
+    out += [
+        "",
+        "Under the reference kernels no torch release here reproduces published lines "
+        f"{_line_list(sorted(nowhere or ()))}.",
+        "",
+        "To adopt a release: change the torch pin in `pyproject.toml`, install it, run "
+        "`pytest claims/ --snapshot-update`, review `git diff snapshots/ captures/`, and fix "
+        "the text that quotes what moved (`pytest claims/ --workshop PATH` finds it).",
+    ]
+    return "\n".join(out) + "\n"
+
+
+# -- what an arm64 reader sees -------------------------------------------------------------------
+def robust_elsewhere(fragility: Fragility, e: ReadingEvidence) -> bool:
+    """Whether a reading prints alike on every platform of the reference's architecture."""
+    return all(
+        seen.printed == e.reference.printed
+        for name, seen in e.platforms.items()
+        if name not in fragility.architectures
+    )
+
+
+def render_architectures(fragility: Fragility, robustness: Mapping[str, Any]) -> str:
+    """docs/platforms.md's section: per platform of another architecture, the lines that move and to
+    what, the readings robust on every x86-64 platform that move there (fragile now), and
+    the statements that no longer hold."""
+    if not fragility.architectures:
+        return "The evidence holds no platform of another architecture: run `nox -s arm64`.\n"
+    out = [
+        "The workshop's claims ran at the workshop's seeds on each platform below "
+        "(`nox -s arm64`). Per platform: the lines of `captures/results.log` that would "
+        "change, the readings that print alike on every x86-64 platform and move there (so "
+        "they are fragile, and the text's citations of them are judged so), and the "
+        "statements that would no longer hold.",
+        "",
+    ]
+    claims = robustness.get("claims", {})
+    for run, label in sorted(fragility.architectures.items()):
+        seen = moved_on(fragility, run)
+        out += _what_moves(label, seen, fragility.variants.get(run, ""))
+        newly = [m for m in seen if robust_elsewhere(fragility, m.evidence)]
+        out.append("")
+        out.append(
+            "Robust on every x86-64 platform, moved here: "
+            + (", ".join(f"{m.evidence.name} (line {m.evidence.line})" for m in newly) or "none")
+            + "."
+        )
+        failing = [
+            c for c, row in claims.items() if row.get("architectures", {}).get(label) == "failed"
+        ]
+        broken = [m for m in seen if m.breaks]
+        out += ["", *_statements(broken, failing, "there", "holds"), ""]
+    return "\n".join(out)
+
+
+def stale_evidence(stale: Mapping[str, int], fragments: int) -> list[str]:
+    """What the sweep says, before it plans, of the claims whose evidence is stale (each with
+    the number of fragments holding it stale, of `fragments`)."""
+    if not stale:
+        return []
+    said = [
+        f"the evidence of {len(stale)} claim{'s' if len(stale) != 1 else ''} is stale (its "
+        "code, or what it computes, changed since): only they are computed again"
+    ]
+    said += [f"  {claim}: stale in {n} of {fragments} fragments" for claim, n in stale.items()]
+    return said

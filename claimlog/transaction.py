@@ -1,0 +1,199 @@
+"""The record changes all at once or not at all: `--snapshot-update` as one transaction.
+
+The record is what the text cites and a reviewer diffs: `captures/`, `diagrams/`,
+`snapshots/text/`, `snapshots/numbers/` and `snapshots/environment.json` (the sweep's
+evidence is written by the sweep, never by a claims session). An update given the workshop's
+text (`--workshop DIR`) rewrites the quotes that moved, so those documents join the
+transaction too: the journal names them, wherever they are. Only a `--snapshot-update`
+that completes changes it. Both snapshot libraries write their files where they live, from
+whichever process ran the claim, so the update is guarded by an undo journal, as a database
+guards a transaction with a rollback journal:
+
+1. **begin**: copy the record (and the text's documents, under `before/text/`) into
+   `obtained/.update/before/`, then write the journal (one atomic rename). From here on the
+   tree may be half written.
+2. **commit**, after the session's last write: delete the journal (one atomic unlink, the
+   commit point), then the copy.
+3. **recover**, before the next session reads anything: a journal left behind means an
+   update died part way (SIGKILL, power). Every file of the record is put back as the copy
+   has it (each document of the text the journal names too), files the update added to the
+   record are deleted, and only then is the journal deleted. A
+   recovery killed in turn is redone by the next session: it is idempotent.
+
+So a tree is always found either as committed or as the complete update, never a mix.
+Sessions in one checkout take one lock (`obtained/.update.lock`, released by the operating
+system when its process dies, however it dies): an update holds it for its whole session;
+any other session takes it only to recover, and refuses to start while an update runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from claimlog.places import Places
+from claimlog.store import atomic_write, replacing
+
+# Under before/: the documents of the workshop's text, numbered as the journal names them.
+TEXT = "text"
+
+
+class Busy(Exception):
+    """Another session of this checkout is updating the record."""
+
+
+def record_files(places: Places) -> Iterator[Path]:
+    """Every file of the record, as it is now."""
+    for folder in places.record_folders:
+        if folder.is_dir():
+            yield from sorted(p for p in folder.rglob("*") if p.is_file())
+    if places.environment.is_file():
+        yield places.environment
+
+
+@dataclass
+class Update:
+    """One checkout's update transaction (see the module's docstring)."""
+
+    places: Places
+    lock: FileLock | None = None
+
+    @property
+    def folder(self) -> Path:
+        return self.places.obtained / ".update"
+
+    @property
+    def journal(self) -> Path:
+        return self.folder / "journal.json"
+
+    @property
+    def before(self) -> Path:
+        return self.folder / "before"
+
+    @property
+    def holder(self) -> Path:
+        return self.folder / "holder"
+
+    # -- the lock ---------------------------------------------------------------------------
+    def acquire(self) -> None:
+        """Take the checkout's lock, or raise Busy naming the session that holds it."""
+        self.places.obtained.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(self.places.obtained / ".update.lock")
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            raise Busy(self._holder()) from None
+        self.lock = lock
+
+    def release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+    def _holder(self) -> str:
+        try:
+            who = self.holder.read_text().strip()
+        except OSError:
+            who = "unknown"
+        return (
+            "another pytest session is updating the snapshots in this checkout "
+            f"(process {who}): wait for it to finish, or stop it"
+        )
+
+    # -- the transaction --------------------------------------------------------------------
+    def recover(self) -> str | None:
+        """Put back the record an interrupted update left half written; say so (None when
+        there was nothing to recover). Call it holding the lock."""
+        if not self.journal.exists():
+            shutil.rmtree(self.before, ignore_errors=True)  # a begin that never started
+            return None
+        restored, removed = self._restore()
+        self.journal.unlink()
+        shutil.rmtree(self.before, ignore_errors=True)
+        self.holder.unlink(missing_ok=True)  # the killed session's, no holder any more
+        return (
+            "an earlier --snapshot-update was interrupted before it completed: the committed "
+            f"record is back ({restored} files restored, {removed} files it had added removed)"
+        )
+
+    def begin(self, text: Sequence[Path] = ()) -> None:
+        """Keep a copy of the record, and of the documents of the workshop's `text` an update
+        may rewrite, then open the journal. Call it holding the lock."""
+        shutil.rmtree(self.before, ignore_errors=True)
+        staging = self.folder / "before.partial"
+        shutil.rmtree(staging, ignore_errors=True)
+        for path in record_files(self.places):
+            target = staging / path.relative_to(self.places.root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+        documents = [str(document.resolve()) for document in text]
+        for number, document in enumerate(documents):
+            target = staging / TEXT / str(number)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(document, target)
+        staging.mkdir(parents=True, exist_ok=True)
+        staging.rename(self.before)
+        journal = {"began": time.time(), "pid": os.getpid(), "text": documents}
+        atomic_write(self.journal, json.dumps(journal))
+        # Who holds the lock for a whole session, for a second session's refusal to name.
+        atomic_write(self.holder, f"{os.getpid()} since {time.strftime('%H:%M:%S')}")
+
+    def commit(self) -> None:
+        """The update completed: its files are the record now."""
+        self.journal.unlink(missing_ok=True)
+        shutil.rmtree(self.before, ignore_errors=True)
+        self.holder.unlink(missing_ok=True)
+
+    def rollback(self) -> None:
+        """The update did not complete (interrupted, or crashed): put the record back."""
+        self.recover()
+        self.holder.unlink(missing_ok=True)
+
+    def _text(self) -> list[Path]:
+        """The documents of the workshop's text the journal names, in its copy's order."""
+        try:
+            named = json.loads(self.journal.read_text()).get("text", [])
+        except (OSError, ValueError):
+            named = []  # a journal from before the text joined the transaction
+        return [Path(p) for p in named]
+
+    def _restore(self) -> tuple[int, int]:
+        restored = 0
+        for number, document in enumerate(self._text()):
+            source = self.before / TEXT / str(number)
+            if not source.is_file():
+                continue
+            if document.is_file() and document.read_bytes() == source.read_bytes():
+                continue
+            with replacing(document) as tmp:
+                shutil.copyfile(source, tmp)
+            restored += 1
+        kept = {
+            p.relative_to(self.before)
+            for p in self.before.rglob("*")
+            if p.is_file() and p.relative_to(self.before).parts[0] != TEXT
+        }
+        removed = 0
+        for path in list(record_files(self.places)):
+            if path.relative_to(self.places.root) not in kept:
+                path.unlink()
+                removed += 1
+        for folder in self.places.record_folders:  # stray temporary files of atomic writes
+            if folder.is_dir():
+                for stray in folder.rglob(".*.tmp"):
+                    stray.unlink(missing_ok=True)
+        for name in sorted(kept):
+            source, target = self.before / name, self.places.root / name
+            if target.is_file() and target.read_bytes() == source.read_bytes():
+                continue
+            with replacing(target) as tmp:
+                shutil.copyfile(source, tmp)
+            restored += 1
+        return restored, removed

@@ -1,0 +1,81 @@
+"""The second workshop (workshops/dropout/): claimlog runs a workshop it was not written for.
+
+Dropout against overfitting is written only against claimlog's documented API (docs/engine.md):
+its recipe, a log of eleven lines, five claims, its snapshots and a page of text citing the
+log. In a scratch copy of its folder, as its author would work: `pytest` runs its claims and
+checks its text, an edit of the recipe goes through one `--snapshot-update` (the snapshots,
+the log and the text's quotes at once), and the sweep computes again only the evidence the
+edit made stale.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKSHOP = ROOT / "workshops" / "dropout"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def dropout(tmp_path):
+    """A scratch copy of the workshop's folder, whose own package is the one imported (an
+    edit of its recipe is the workshop's edit), and a runner of commands in it."""
+    copy = tmp_path / "dropout"
+    shutil.copytree(
+        WORKSHOP, copy, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", "obtained")
+    )
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    env.pop("PYTEST_ADDOPTS", None)
+
+    def run(*args, passes=True):
+        done = subprocess.run(
+            [sys.executable, *args], cwd=copy, env=env, capture_output=True, text=True
+        )
+        assert (done.returncode == 0) == passes, done.stdout[-3000:] + done.stderr[-3000:]
+        return done.stdout
+
+    run.path = copy
+    return run
+
+
+def test_its_claims_pass_write_its_log_and_check_its_text(dropout):
+    said = dropout("-m", "pytest", "-p", "no:cacheprovider", "-v")
+    committed = (dropout.path / "captures" / "results.log").read_bytes()
+    assert (dropout.path / "obtained" / "results.log").read_bytes() == committed
+    # Its claims, then its text's citations, each a test of its own.
+    assert said.count("claims/test_dropout.py::") == 5
+    cited = re.findall(r"\bline \d+\)", (dropout.path / "text" / "dropout.md").read_text())
+    assert said.count("text/dropout.md::") == len(cited) == 9
+    assert "every number of the prose of its 1 document cites a line" in said
+
+
+def test_an_edit_updates_its_record_and_text_at_once_and_the_sweep_refreshes_only_it(dropout):
+    experiment = dropout.path / "dropout" / "experiment.py"
+    experiment.write_text(experiment.read_text().replace("steps: int = 600", "steps: int = 500", 1))
+    # A normal run computes the edit, fails what moved, and changes nothing committed.
+    before = {p: p.read_bytes() for p in dropout.path.rglob("*") if p.is_file()}
+    dropout("-m", "pytest", passes=False)
+    assert all(p.read_bytes() == b for p, b in before.items() if "obtained" not in p.parts)
+
+    said = dropout("-m", "pytest", "--snapshot-update")
+    log = (dropout.path / "captures" / "results.log").read_text()
+    assert "500 full-batch Adam steps" in log
+    text = (dropout.path / "text" / "dropout.md").read_text()
+    assert "for 500 full-batch Adam steps (line 4)" in text
+    assert "rewrote 5 quotes whose numbers moved, in 1 document" in said
+    assert "Compute only these again: python -m claimlog.sweep" in said
+    dropout("-m", "pytest")  # the new record, the rewritten text: all of it holds
+
+    # The sweep, with one seed and no kernel variants: only the edit's stale claims again.
+    swept = dropout("-m", "claimlog.sweep", "--seeds", "1", "--no-kernels")
+    assert "the evidence of 4 claims is stale" in swept
+    header = dropout("-m", "pytest").splitlines()
+    assert any(line.startswith("dropout: ") and "the evidence is fresh" in line for line in header)

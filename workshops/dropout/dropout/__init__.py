@@ -1,0 +1,1 @@
+"""Dropout against overfitting: the smallest workshop written on claimlog (see ../README.md)."""

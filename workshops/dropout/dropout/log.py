@@ -1,0 +1,87 @@
+"""The workshop's results.log: the wording of each line, the layout, and how a fit fills it."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from claimlog import Kind, Line, Log, LogLine, Quantity, Template
+from dropout.experiment import RECIPE, Fit
+
+_PERCENT = Kind.PERCENT
+_FIT = Template(
+    "  train acc = {train}%, test acc = {test}%, train - test = {gap}",
+    {
+        "train": Quantity("training accuracy", _PERCENT, ".1f"),
+        "test": Quantity("test accuracy", _PERCENT, ".1f"),
+        "gap": Quantity("train - test", Kind.REAL, "+.1f"),
+    },
+)
+VERSIONS = Template(
+    "torch {torch} | numpy {numpy} | seed {seed}", {"seed": Quantity("seed", Kind.SETTING)}
+)
+DATA = Template(
+    "data: {n_train} training points ({flipped}% of their labels flipped), {n_test} test points",
+    {
+        "n_train": Quantity("training points", Kind.SETTING),
+        "flipped": Quantity("labels flipped", Kind.SETTING, ".0f"),
+        "n_test": Quantity("test points", Kind.SETTING),
+    },
+)
+NET = Template(
+    "net: 2 -> {width} -> {width2} -> 1, ReLU; {steps} full-batch Adam steps, lr {lr}",
+    {
+        "width": Quantity("hidden units", Kind.SETTING),
+        "width2": Quantity("hidden units", Kind.SETTING),
+        "steps": Quantity("steps", Kind.SETTING),
+        "lr": Quantity("learning rate", Kind.SETTING),
+    },
+)
+WITH_DROPOUT = Template(
+    "[2] with dropout, p = {p}", {"p": Quantity("dropout probability", Kind.SETTING)}
+)
+PLOT_SAVED = Template("  [plot saved: diagrams/{name}]")
+
+
+@cache
+def log() -> Log:
+    """Every line of results.log, in order: what this workshop declares (`dropout.workshop`)."""
+    r = RECIPE
+    return Log(
+        (
+            Line.words("Dropout against overfitting -- experiment log"),
+            Line.by_claim(VERSIONS, "versions", seed=r.seed),
+            Line.fixed(
+                DATA,
+                "data",
+                "document",
+                n_train=r.n_train,
+                flipped=r.flipped * 100,
+                n_test=r.n_test,
+            ),
+            Line.fixed(
+                NET, "net", "document", width=r.width, width2=r.width, steps=r.steps, lr=r.lr
+            ),
+            Line.words(""),
+            Line.words("[1] without dropout", "section"),
+            Line.by_claim(_FIT, "without dropout"),
+            Line.words(""),
+            Line.fixed(WITH_DROPOUT, "with dropout", "section", p=r.dropout),
+            Line.by_claim(_FIT, "with dropout, fit"),
+            Line.by_claim(PLOT_SAVED, "plot accuracies.png", {"name": "accuracies.png"}),
+        ),
+        home="dropout.log.log()",
+    )
+
+
+def fit_line(key: str, fit: Fit) -> LogLine:
+    """A run's line: its accuracies in percent, as the log prints them."""
+    train, test = fit.train_acc * 100, fit.test_acc * 100
+    return log().line_named(key).fill(train=train, test=test, gap=train - test)
+
+
+def versions(torch: str, numpy: str) -> LogLine:
+    return log().line_named("versions").fill({"torch": torch, "numpy": numpy})
+
+
+def plot_saved(name: str) -> LogLine:
+    return log().line_named(f"plot {name}").fill()
