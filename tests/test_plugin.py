@@ -316,3 +316,30 @@ def test_a_figures_title_is_asserted_as_stated_and_a_part_that_holds_sometimes_i
             "  only sometimes: layer norm reaches 90% (51.5% here; at least 90 in 16 of 33)",
         ]
     )
+
+
+def test_a_folder_that_declares_no_workshop_gets_no_claimlog(pytester):
+    """claimlog is installed for every pytest in its environment (an entry point), and stays
+    out of the way where no workshop is declared: no options, no header, nothing written."""
+    pytester.makepyfile(test_other="def test_one():\n    assert True\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    result.assert_outcomes(passed=1)
+    assert not [line for line in result.outlines if line.startswith("bnvg: ")]
+    assert sorted(p.name for p in pytester.path.iterdir()) == ["test_other.py", "tox.ini"]
+    assert "--results-log" not in pytester.runpytest_inprocess("--help").stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        ("bnvg.workshop", "write it as 'package.module:NAME'"),
+        ("bnvg.nowhere:DECLARATION", "No module named 'bnvg.nowhere'"),
+        ("bnvg.workshop:PACKAGE", "is a PosixPath, not a Declaration"),
+    ],
+)
+def test_a_declaration_that_names_no_workshop_stops_the_session_saying_why(pytester, spec, said):
+    pytester.makeini(f"[pytest]\nclaimlog_declaration = {spec}\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"claimlog_declaration = {spec!r}" in result.stderr.str()
+    assert said in result.stderr.str()
