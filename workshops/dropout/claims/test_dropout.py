@@ -4,7 +4,7 @@ import sys
 from importlib import metadata
 
 import pytest
-from dropout.log import fit_line, plot_saved, versions
+from dropout.fill import fit_line, plot_saved, versions
 
 from claimlog import Table, about, above, at_least, below
 

@@ -1,11 +1,11 @@
-"""The workshop's results.log: the wording of each line, the layout, and how a fit fills it."""
+"""The workshop's results.log: the wording of each line, and the layout (filled by `fill`)."""
 
 from __future__ import annotations
 
 from functools import cache
 
-from claimlog import Kind, Line, Log, LogLine, Quantity, Template
-from dropout.experiment import RECIPE, Fit
+from claimlog import Kind, Line, Log, Quantity, Template
+from dropout.experiment import RECIPE
 
 _PERCENT = Kind.PERCENT
 _FIT = Template(
@@ -71,17 +71,3 @@ def log() -> Log:
         ),
         home="dropout.log.log()",
     )
-
-
-def fit_line(key: str, fit: Fit) -> LogLine:
-    """A run's line: its accuracies in percent, as the log prints them."""
-    train, test = fit.train_acc * 100, fit.test_acc * 100
-    return log().line_named(key).fill(train=train, test=test, gap=train - test)
-
-
-def versions(torch: str, numpy: str) -> LogLine:
-    return log().line_named("versions").fill({"torch": torch, "numpy": numpy})
-
-
-def plot_saved(name: str) -> LogLine:
-    return log().line_named(f"plot {name}").fill()

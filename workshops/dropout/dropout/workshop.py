@@ -30,6 +30,6 @@ DECLARATION = Declaration(
     plugins=("dropout.fixtures",),
     figures="dropout.figures",
     computing=(PACKAGE / "experiment.py",),
-    quoting=(PACKAGE / "log.py",),
+    quoting=(PACKAGE / "fill.py",),
     seeds={"init": ("set of starting weights", "starting weights", "sets of starting weights")},
 )
