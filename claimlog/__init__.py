@@ -14,8 +14,8 @@ What a workshop declares:
 - `Computed`: results computed once and kept in pytest's cache (the `computed` fixture).
 
 What a claim calls (beside the fixtures `quoted`, `figure`, `computed`, `recipe`,
-`figure_table`, `results_log`, `fragility_table` and `platform_standing`, and the markers
-`log_lines` and `evidence`):
+`figure_table`, `results_log`, `torch_platform`, `fragility_table` and `platform_standing`,
+and the markers `log_lines` and `evidence`):
 
 - the bounds it states of a reading: `about`, `above`, `below`, `at_least`, `at_most`,
   `exactly`;

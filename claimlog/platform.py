@@ -68,15 +68,15 @@ REFERENCE_THREADS = 1  # the thread count changes the training-end numbers too
 
 # What this project set itself, as JSON {variable: value}, so that a process it starts (an
 # xdist worker, a sweep job) can tell its parent's defaults from the user's choices.
-SET_BY_BNVG = "BNVG_KERNEL_DEFAULTS"
-THREADS = "BNVG_TORCH_THREADS"  # the intra-op thread count torch is to compute with
+SET_BY_BNVG = "CLAIMLOG_KERNEL_DEFAULTS"
+THREADS = "CLAIMLOG_TORCH_THREADS"  # the intra-op thread count torch is to compute with
 
 USER, REFERENCE_DEFAULT, MACHINE = "user", "reference", "machine"
 
 
 # Set by `nox -s arm64` in the environment of what it runs under QEMU's user-mode emulation:
 # "QEMU 10.0.13, -cpu neoverse-n1". A platform computed under emulation says so.
-EMULATION = "BNVG_EMULATION"
+EMULATION = "CLAIMLOG_EMULATION"
 
 
 def x86_64(machine: str | None = None) -> bool:
@@ -260,7 +260,7 @@ def reference_line() -> str:
 # -- what torch says of this process, kept without torch ------------------------------------
 
 TORCH_FACTS = ("torch", "cpu capability", "widest capability")
-TORCH_FACTS_FOLDER = "bnvg-torch"  # where pytest's cache keeps them (its d/ folder)
+TORCH_FACTS_FOLDER = "claimlog-torch"  # where pytest's cache keeps them (its d/ folder)
 
 
 def _torch_facts_key() -> str:

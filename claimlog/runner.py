@@ -35,7 +35,7 @@ from pathlib import Path
 
 from claimlog.declaration import declared_in
 from claimlog.evidence.record import Record
-from claimlog.log.lines import line_number
+from claimlog.log.lines import versions_line
 from claimlog.places import Places
 
 # What a claims session needs of a project, beside the installed engine and workshop: its
@@ -244,7 +244,10 @@ def only_the_torch_build_differs(here: str, committed: str) -> bool:
     """Whether two logs are the same, byte for byte, once the versions line of `here` is
     replaced by the committed one, and those two lines differ only in the torch build."""
     ours, theirs = here.splitlines(keepends=True), committed.splitlines(keepends=True)
-    n = line_number("versions") - 1
+    number = versions_line()
+    if number is None:
+        return False
+    n = number - 1
     if min(len(ours), len(theirs)) <= n or not another_torch_build(ours[n], theirs[n]):
         return False
     return [*ours[:n], theirs[n], *ours[n + 1 :]] == theirs
@@ -269,7 +272,7 @@ def _compare_log(log: Path, reference: Path, other_build: bool) -> Comparison:
     there = reference.read_bytes().decode(errors="replace")
     ours, theirs = here.splitlines(), there.splitlines()
     if other_build and only_the_torch_build_differs(here, there):
-        n = line_number("versions")
+        n = versions_line() or 0
         allowed = (
             f"results.log: byte-identical to the committed log but line {n}, which names "
             f"another build of its torch (committed {_line(theirs, n)}, here {_line(ours, n)}), "

@@ -70,8 +70,8 @@ def code_key(function: Callable[..., Any], roots: Iterable[Path] | None = None) 
       module alias. A module used bare (passed on, `vars(m)`) counts with all its names.
     - nothing else: builtins, parameters, locals, and every module whose source file is not
       under one of `roots` (torch, numpy, the standard library): their versions are the
-      platform's business. `roots` defaults to the `bnvg` package and the folder of the
-      function's own file (a claim's test function counts its own file's helpers).
+      platform's business. `roots` defaults to the `claimlog` package and the folder of
+      the function's own file (a claim's test function counts its own file's helpers).
 
     A slice by names, not a proof. It may over-count: a statement counts whole (`A, B = 1, 2`
     for a reader of `A`), a named class with all its methods, a local that shadows a global.
@@ -157,7 +157,7 @@ def _code_slice(function: Callable[..., Any], roots: Iterable[Path] | None) -> s
     if file is None or not qualname or not module:
         raise ValueError(f"code_key needs a Python function with source, not {function!r}")
     path = Path(file).resolve()
-    # bnvg (this file's package), and the function's own folder (claims/test_*.py).
+    # claimlog (this file's package), and the function's own folder (claims/test_*.py).
     folders = (Path(__file__).parent, path.parent) if roots is None else roots
     return _slice_at(path, module, qualname, _Project(tuple(f.resolve() for f in folders)))
 

@@ -21,7 +21,7 @@ computes nothing for a fragment that is already there.
 
 QEMU computes IEEE arithmetic in software, instruction by instruction, so a fragment is
 expected to be what real hardware of that CPU model computes; the platform records that it
-was emulated (`BNVG_EMULATION`), and nobody here has compared one with a real Graviton yet.
+was emulated (`CLAIMLOG_EMULATION`), and nobody here has compared one with a real Graviton yet.
 The project's code is not installed: the emulated Python reads it from this checkout.
 """
 
@@ -261,7 +261,7 @@ def python_for(cache: Path, built: dict[str, Path], cpu: str) -> Path:
     python.write_text(
         "#!/bin/sh\n"
         f"export PYTHONPATH='{built['site']}:{ROOT}'\n"
-        f"export BNVG_EMULATION='{emulation}'\n"
+        f"export CLAIMLOG_EMULATION='{emulation}'\n"
         f"exec '{built['qemu']}' -L '{root}' -cpu {cpu} -0 '{python}' "
         f"'{root}/usr/bin/python3.11' \"$@\"\n"
     )

@@ -347,7 +347,7 @@ def html_rows():
             row = rows.setdefault(test_id, {"sentence": "", "extras": []})
             for result in results:
                 cells = "".join(result["resultsTableRow"])
-                claim = cells.split('class="bnvg-claim">', 1)[-1].split("</td>", 1)[0]
+                claim = cells.split('class="claimlog-claim">', 1)[-1].split("</td>", 1)[0]
                 row["sentence"] = claim or row["sentence"]
                 row["extras"] += result["extras"]
         return rows

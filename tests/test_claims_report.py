@@ -146,4 +146,4 @@ def test_with_pytest_html_each_claims_row_carries_its_sentence_and_readings(
 def test_without_an_html_report_the_plugin_adds_nothing(suite, pytester):
     result = suite("0.0053")
     result.assert_outcomes(passed=2, failed=1)
-    assert not pytester.parseconfig().pluginmanager.has_plugin("bnvg-html")
+    assert not pytester.parseconfig().pluginmanager.has_plugin("claimlog-html")

@@ -56,7 +56,7 @@ def test_each_cpu_model_gets_a_python_that_runs_under_qemu_as_that_cpu(
     built = {"qemu": qemu, "sysroot": sysroot, "site": tmp_path / "site"}
     python = arm64.python_for(tmp_path, built, "neoverse-v1")
     script = python.read_text()
-    assert "export BNVG_EMULATION='QEMU 10.0.13, -cpu neoverse-v1'" in script
+    assert "export CLAIMLOG_EMULATION='QEMU 10.0.13, -cpu neoverse-v1'" in script
     assert f"-L '{tmp_path / 'neoverse-v1' / 'root'}' -cpu neoverse-v1 -0 '{python}'" in script
     midr = tmp_path / "neoverse-v1/root/sys/devices/system/cpu/cpu0/regs/identification/midr_el1"
     assert midr.read_text() == "0x00000000411fd402\n"  # Neoverse-V1's: implementer 0x41, part 0xd40

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from claimlog.evidence.fragility import from_document
 from claimlog.evidence.fragility import load as load_fragility
+from claimlog.log.lines import versions_line
 from claimlog.log.readings import PERCENT, STEP, STEP_SPEC, Quantity, Reading, at_least, at_most
 from claimlog.places import Places
 from claimlog.sweep import report
@@ -78,7 +79,7 @@ def test_an_upgrade_lists_the_lines_that_move_and_the_statements_that_break():
     assert report.failing_claims(robustness, "2.15.0", reference="2.13.0") == [claim]
     assert report.failing_claims(robustness, "2.14.1", reference="2.13.0") == []
     text = report.render_upgrades(t, robustness, reference_lines=107)
-    v = report.VERSIONS_LINE
+    v = versions_line()
     assert f"**torch 2.14.1**: 1 line moves ({v})." in text
     assert f"**torch 2.15.0**: 2 lines move ({v}, 66)." in text
     assert (
@@ -176,7 +177,7 @@ def test_an_arm64_platform_lists_what_moves_and_what_was_robust_on_every_x86_64_
         architectures={"aarch64, Arm Neoverse-N1, emulated": {claim: "failed"}},
     )
     text = report.render_architectures(t, robustness)
-    v = report.VERSIONS_LINE
+    v = versions_line()
     assert (
         "**aarch64, Arm Neoverse-N1, emulated** (torch 2.13.0+cu130, ATen DEFAULT, emulated by "
         f"QEMU): 3 lines move ({v}, 66, 96)." in text

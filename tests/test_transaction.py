@@ -251,6 +251,6 @@ def test_a_figure_that_moved_is_shown_committed_and_obtained_side_by_side(
     assert "![geometric_decay.png](obtained/diagrams/geometric_decay.png)" in report
     rows = html_rows(project / "report.html")
     [row] = [r for name, r in rows.items() if name.endswith("test_geometric_decay_figure_is_drawn")]
-    [moved] = [e["content"] for e in row["extras"] if "bnvg-figure-moved" in e["content"]]
+    [moved] = [e["content"] for e in row["extras"] if "claimlog-figure-moved" in e["content"]]
     assert "committed: geometric_decay.png" in moved and "this run: geometric_decay.png" in moved
     assert moved.count("data:image/png;base64,") == 2

@@ -14,7 +14,7 @@ import torch
 
 # `claimlog.platform.THREADS`, named here rather than imported: the platform asks
 # torch its facts through this module.
-THREADS = "BNVG_TORCH_THREADS"
+THREADS = "CLAIMLOG_TORCH_THREADS"
 
 if os.environ.get(THREADS):
     torch.set_num_threads(int(os.environ[THREADS]))

@@ -267,8 +267,6 @@ class Fragility:
 
 
 EMPTY = Fragility()
-TABLE_JSON = "fragility.json"
-TABLE_MD = "fragility.md"
 
 
 def _seen(data: Mapping[str, Any]) -> Seen:

@@ -429,9 +429,9 @@ def _claim_keys(
                 continue
             parts: list[KeyPart] = [(module, node.name)]
             # Every fixture it requests, and those its module's own fixtures request in turn.
-            # Not those the workshop's plugin fixtures request: bnvg's `computed` asks
-            # `run_cache` for the recipe and the platform, and through it every claim would
-            # read the training.
+            # Not those the workshop's plugin fixtures request: a fixture that asks for the
+            # trained runs (bnvg's `runs` asks `run_cache`) would make every claim read the
+            # training; what a fixture depends on beyond its code it declares (`key_parts`).
             pending, seen = [a.arg for a in node.args.args], set()
             while pending:
                 name = pending.pop()

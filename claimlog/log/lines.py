@@ -358,6 +358,19 @@ class Log:
 
 
 # -- the declared workshop's log, for the engine ------------------------------------------------
+# The one line name the engine knows: a workshop's header line that names the torch which
+# computed the log ("torch 2.13.0+cpu | numpy 2.2.6 | seed 0"). Optional: where a log has it,
+# another build of the same torch release may differ there alone (--other-torch-build), and
+# the sweep's upgrade report shows it moving with every release.
+VERSIONS = "versions"
+
+
+def versions_line() -> int | None:
+    """The number of the declared log's versions line, if it has one."""
+    lines = log()
+    return lines._index.get(VERSIONS)
+
+
 def log() -> Log:
     """The log of the workshop this process runs (`claimlog.declaration.declared`)."""
     from claimlog.declaration import declared

@@ -8,8 +8,10 @@
   before, without importing matplotlib;
 - **the evidence**: the sweep's table (`fragility_table`) and where this platform stands
   with it (`platform_standing`), for the claims that read the evidence itself;
-- **computed results** (`Computed`): a workshop's results by name, each computed at most once
-  per key and kept in pytest's cache; the workshop's `computed` fixture says what they depend on.
+- **the recipe and computed results** (`recipe`, `computed`, `Computed`): a workshop's results
+  by name, each computed at most once per key and kept in pytest's cache, the key made of the
+  workshop's code (`Declaration.computing`), its recipe under the session's seeds and the
+  platform.
 
 What the workshop's own claims read (its recipe, data, trained runs) are its fixtures,
 in the plugins it declares.
@@ -237,7 +239,7 @@ def fingerprint(value: Any) -> list[bytes | str]:
             for part in (name, *fingerprint(tensor.detach().cpu().numpy()))
         ]
     if hasattr(value, "X") and hasattr(value, "y"):  # the data set
-        return [*fingerprint(value.X), *fingerprint(value.y), repr(value.n_train)]
+        return [*fingerprint(value.X), *fingerprint(value.y), repr(getattr(value, "n_train", None))]
     if isinstance(value, Mapping):
         return [p for k, v in value.items() for p in (repr(k), *fingerprint(v))]
     if isinstance(value, list | tuple):

@@ -6,12 +6,12 @@
   (--torch-threads) are set in every process that computes, before torch is imported: the
   kernels and the thread count change training results. `--native-kernels` leaves the
   machine its own kernels. xdist workers and the sessions the sweep starts inherit the
-  settings through the environment. Another experiment (--sampler-seed, --init-seed) writes
+  settings through the environment. Another experiment (a seed option: --sampler-seed) writes
   its log and figures into pytest's cache folder, never into captures/ or diagrams/.
-- **Markers**: `log_lines` (the lines a claim owns), `runs` (the trained networks it reads),
-  `evidence` (it reads the sweep's own tables). A suite in which a log line has an unknown
-  name or two owners is refused before anything runs; citations run last, because they read
-  the log the claims before them verified.
+- **Markers**: `log_lines` (the lines a claim owns), `evidence` (it reads the sweep's own
+  tables); a workshop's plugins add their own (bnvg's `runs`). A suite in which a log line
+  has an unknown name or two owners is refused before anything runs; citations run last,
+  because they read the log the claims before them verified.
 - **The channel**: a claim's evidence rides on its report as `report.claimlog`, a list of named
   payloads (the names below) that xdist ships to the controller (`claimlog.plugin.session`)
   with the report's own fields; each phase's report carries what that phase added, once.
@@ -103,10 +103,6 @@ def stale_claims(config: pytest.Config) -> list[str]:
     """The claims whose evidence in the committed table is of another key than this
     checkout's: their code, or what they compute, changed since the sweep."""
     return committed_fragility(config).stale_claims(settings(config).keys)
-
-
-def evidence_is_stale(config: pytest.Config) -> bool:
-    return bool(stale_claims(config))
 
 
 def fragility(config: pytest.Config) -> Fragility:

@@ -51,7 +51,7 @@ STATUSES = ("verified", "drifted", "failed", "skipped", "not run")
 _SECTION = re.compile(r"test_(s\d+)_")
 
 
-HEADER = "[S0] the log's header"
+HEADER = "the log's header"  # the lines above the first section heading
 
 
 def _sections() -> list[tuple[int, str]]:
@@ -62,11 +62,12 @@ def _sections() -> list[tuple[int, str]]:
 def _section_of(nodeid: str, claim: ClaimOutcome) -> str:
     """The log section a claim belongs to: that of the first line it owns, or else the one
     its module is named after (test_s4_...)."""
-    if claim.owns:
-        first = _position(claim)
-        return max(((n, text) for n, text in _sections() if n <= first), default=(0, HEADER))[1]
     match = _SECTION.search(nodeid)
     tag = f"[{match.group(1).upper()}]" if match else ""
+    if claim.owns:
+        first = _position(claim)
+        header = f"{tag} {HEADER}" if tag else HEADER  # bnvg's modules name it [S0]
+        return max(((n, text) for n, text in _sections() if n <= first), default=(0, header))[1]
     return next((text for _, text in _sections() if tag and text.startswith(tag)), "other claims")
 
 
@@ -129,6 +130,7 @@ def render_claims_report(
         for axis, (_, _, many) in declared().seeds.items()
     ]
     over = " and ".join([", ".join(counted[:-1]), counted[-1]] if len(counted) > 1 else counted)
+    seed_words = " and ".join(many for _, _, many in declared().seeds.values()) or "seeds"
     out = [
         "# Claims report",
         "",
@@ -159,8 +161,7 @@ def render_claims_report(
         "Each reading: its value here, in the snapshot and in the published log; and the "
         "evidence's two answers, apart. On platforms: robust (every platform prints it alike) "
         "or fragile (with what they print); only this decides a verdict. Over seeds: in how "
-        "many minibatch orders and sets of starting weights its claim's bound held, which says "
-        "how general the sentence is.",
+        f"many {seed_words} its claim's bound held, which says how general the sentence is.",
     ]
     if moved:
         out += [
@@ -286,7 +287,7 @@ def _side_by_side(committed: Path, obtained: Path) -> str:
         )
 
     return (
-        '<table class="bnvg-figure-moved"><tr>'
+        '<table class="claimlog-figure-moved"><tr>'
         + image(committed, f"committed: {committed.name}")
         + image(obtained, f"this run: {obtained.name}")
         + "</tr></table>"
@@ -357,7 +358,7 @@ class HtmlExtras:
             )
         drift = [str(v) for k, v in payloads(report) if k == DRIFT]
         return (
-            '<table class="bnvg-readings"><tr><th>reading</th><th>here</th><th>snapshot</th>'
+            '<table class="claimlog-readings"><tr><th>reading</th><th>here</th><th>snapshot</th>'
             "<th>on platforms</th><th>the claim says</th></tr>"
             + "".join(rows)
             + "</table>"
@@ -366,14 +367,14 @@ class HtmlExtras:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_table_header(self, cells: list[str]) -> None:
-        cells.insert(2, '<th class="bnvg-claim">claim</th>')
+        cells.insert(2, '<th class="claimlog-claim">claim</th>')
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
         sentence = dict(report.user_properties).get("sentence", "")
-        cells.insert(2, f'<td class="bnvg-claim">{html.escape(str(sentence))}</td>')
+        cells.insert(2, f'<td class="claimlog-claim">{html.escape(str(sentence))}</td>')
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("html") and config.getoption("htmlpath", None):
-        config.pluginmanager.register(HtmlExtras(config), "bnvg-html")
+        config.pluginmanager.register(HtmlExtras(config), "claimlog-html")

@@ -673,7 +673,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if is_controller(config):
         controller = Controller(config, config.stash[SETTINGS])
         config.stash[CONTROLLER] = controller
-        config.pluginmanager.register(controller, "bnvg-controller")
+        config.pluginmanager.register(controller, "claimlog-controller")
 
 
 @pytest.hookimpl(trylast=True)

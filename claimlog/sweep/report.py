@@ -30,7 +30,7 @@ from claimlog.evidence.fragility import (
     Seen,
     version_key,
 )
-from claimlog.log.lines import line_number
+from claimlog.log.lines import versions_line
 
 # -- fragility.md ----------------------------------------------------------------------------
 LEGEND = """\
@@ -360,10 +360,6 @@ def findings(document: Mapping[str, Any]) -> str:
 
 
 # -- what an upgrade costs ---------------------------------------------------------------------
-# "torch 2.13.0+cpu | numpy 2.2.6 | seed 0": the line that names the release always moves.
-VERSIONS_LINE = line_number("versions")
-
-
 @dataclass(frozen=True)
 class PlatformDifference:
     """One reading that another platform run or torch release prints otherwise than the
@@ -432,7 +428,10 @@ def _line_list(lines: list[int]) -> str:
 def _what_moves(platform: str, seen: list[PlatformDifference], described: str = "") -> list[str]:
     """A platform's paragraph: the lines that move (the versions line always does), then
     each moved reading, there and here. `described`: what the platform is, in full."""
-    lines = sorted({VERSIONS_LINE, *(m.evidence.line for m in seen)})
+    # The versions line ("torch 2.13.0+cpu | ..."), where the log has one: it names the release,
+    # so it always moves.
+    versions = versions_line()
+    lines = sorted({*([versions] if versions else []), *(m.evidence.line for m in seen)})
     said = "1 line moves" if len(lines) == 1 else f"{len(lines)} lines move"
     title = f"**{platform}**" + (f" ({described})" if described else "")
     return [f"{title}: {said} ({_line_list(lines)})."] + [

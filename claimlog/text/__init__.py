@@ -1,4 +1,4 @@
-"""The workshop's text: the prose people write, the one text bnvg parses.
+"""A workshop's text: the prose people write, the one text claimlog parses.
 
 - `prose`: what of a document is prose (code, front matter and markup hidden), as paragraphs
   and sentences with where each character stands;
@@ -7,7 +7,7 @@
 - `outputs`: what a notebook's code cells show its reader (their stored outputs), checked
   against a fresh execution and, under an update, refreshed;
 - `citations`: the citations of the log in the prose, and whether the log still says them;
-- `uncited`: the numbers the prose quotes without citing any line;
+  the numbers the prose quotes without citing any line;
 - `rewrites`: under an update, the quotes whose numbers moved, rewritten as the author wrote
   them, the ones left as written, with why, and the ones the new values no longer bear out.
 

@@ -18,7 +18,7 @@ def test_the_log_names_the_torch_and_numpy_that_computed_it(
     """The numbers depend on the torch that computed them, so the log's header names it."""
     torch = sys.modules.get("torch")
     if torch is not None:  # computed here, with the session's thread count
-        assert torch.get_num_threads() == pytestconfig.getoption("claimlog_torch_threads")
+        assert torch.get_num_threads() == pytestconfig.getoption("--torch-threads")
     results_log.write(versions(torch_platform["torch"], metadata.version("numpy")))
 
 

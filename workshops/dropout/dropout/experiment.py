@@ -11,15 +11,21 @@ and better on the test set.
 Everything is drawn from seeded generators: the data from the recipe's `seed`, the starting
 weights and dropout's masks from its `init_seed` (the sweep's seed axis), so a run is the same
 bits wherever the reference kernels compute it.
+
+torch is imported by the functions that compute, never when the module is: the recipe is read
+by the workshop's plugin and log before claimlog has set the reference kernels, which torch
+reads once, when it is imported.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
-from torch import nn
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,8 @@ class Data:
 def xor_data(recipe: Recipe) -> Data:
     """Points uniform in [-1, 1]^2, labelled 1 where x1 * x2 > 0; a share of the training
     labels flipped (exactly `flipped` of them, chosen at random)."""
+    import torch
+
     g = torch.Generator().manual_seed(recipe.seed)
     x = torch.rand(recipe.n_train + recipe.n_test, 2, generator=g) * 2 - 1
     y = (x[:, 0] * x[:, 1] > 0).float()
@@ -69,6 +77,9 @@ def xor_data(recipe: Recipe) -> Data:
 
 def network(recipe: Recipe, dropout: float) -> nn.Sequential:
     """2 -> width -> width -> 1, ReLU, dropout after each hidden layer (p = 0: none)."""
+    import torch
+    from torch import nn
+
     torch.manual_seed(recipe.weight_seed)
     w = recipe.width
     return nn.Sequential(
@@ -95,6 +106,8 @@ class Fit:
 
 
 def accuracy(net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+    import torch
+
     net.eval()  # dropout off: the net as it is used
     with torch.no_grad():
         return float(((net(x).squeeze(1) > 0).float() == y).float().mean())
@@ -102,6 +115,9 @@ def accuracy(net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
 
 def fit(recipe: Recipe, dropout: float) -> Fit:
     """Train the net full-batch with Adam for `steps` steps; its accuracies at the end."""
+    import torch
+    from torch import nn
+
     data = xor_data(recipe)
     net = network(recipe, dropout)
     opt = torch.optim.Adam(net.parameters(), lr=recipe.lr)
