@@ -177,12 +177,13 @@ def sweep(args: argparse.Namespace) -> int:
         print(f"merging without the {len(stale)} stale fragments")
     before = _load(places.robustness_json)
     merged = merge.merge_folder(places)
-    merge.write(merged, places)
+    pages = merge.write(merged, places)
     wrote = [places.fragility_json, places.robustness_json]
     print(
         "wrote "
         + " and ".join(str(p.relative_to(places.root)) for p in wrote)
-        + ", their .md, and the generated sections of docs/"
+        + ", their .md"
+        + (", and the generated sections of docs/" if pages else "")
     )
     changes = report.changed(before, merged.robustness) if before else []
     print(

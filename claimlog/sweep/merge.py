@@ -227,24 +227,27 @@ def _modules(document: Mapping[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def write(merged: Merged, places: Places) -> None:
+def write(merged: Merged, places: Places) -> list[str]:
     """Write the tables and the documentation's generated sections (each file atomically);
-    a page the project lacks (a scratch copy's, say) is left out."""
+    a page the project lacks (a scratch copy's, another workshop's) is left out. Returns the
+    pages whose sections it wrote."""
+    guide = SWEEP_PAGE if (places.root / SWEEP_PAGE).exists() else None
     sections = section_headings()
     fragility_json = _one_entry_a_line(merged.fragility)
     atomic_write(places.fragility_json, fragility_json)
     fragility = from_document(merged.fragility)
-    fragility_md = report.render_fragility(fragility, sections)
+    fragility_md = report.render_fragility(fragility, sections, guide)
     atomic_write(places.fragility_md, fragility_md)
     robustness_json = json.dumps(merged.robustness, indent=1, sort_keys=True) + "\n"
     atomic_write(places.robustness_json, robustness_json)
-    robustness_md = report.render_robustness(merged.robustness, _modules(merged.robustness))
+    robustness_md = report.render_robustness(merged.robustness, _modules(merged.robustness), guide)
     atomic_write(places.robustness_md, robustness_md)
     rendered = {
         FINDINGS_BEGIN: report.findings(merged.robustness),
         UPGRADES_BEGIN: report.render_upgrades(fragility, merged.robustness, len(layout())),
         ARM64_BEGIN: report.render_architectures(fragility, merged.robustness),
     }
+    written = []
     for name, markers in GENERATED.items():
         page = places.root / name
         if page.exists():
@@ -252,6 +255,8 @@ def write(merged: Merged, places: Places) -> None:
             for begin, end in markers:
                 text = with_findings(text, rendered[begin], begin, end)
             atomic_write(page, text)
+            written.append(name)
+    return written
 
 
 def _one_entry_a_line(document: Mapping[str, Any]) -> str:

@@ -124,8 +124,11 @@ def _generality(e: ReadingEvidence) -> str:
     return f"{e.bound}: " + ", ".join(f"{r.k} of {r.n} {what}" for what, r in e.generality())
 
 
-def render_fragility(fragility: Fragility, sections: Mapping[int, str]) -> str:
-    """`sections` maps the log line of each section heading to its text, to group the rows."""
+def render_fragility(
+    fragility: Fragility, sections: Mapping[int, str], guide: str | None = "docs/sweep.md"
+) -> str:
+    """`sections` maps the log line of each section heading to its text, to group the rows;
+    `guide`, the workshop's page on the sweep, if it has one."""
     variants = fragility.variants
     platforms = fragility.on_axis("platform")
     releases = list(fragility.releases)
@@ -142,8 +145,8 @@ def render_fragility(fragility: Fragility, sections: Mapping[int, str]) -> str:
     out = [
         "# Which numbers of the log travel, and how general each sentence is",
         "",
-        f"Written by the sweep (`{workshop.sweep_command}`, docs/sweep.md) from the claims run "
-        "under",
+        f"Written by the sweep (`{workshop.sweep_command}`{f', {guide}' if guide else ''}) from "
+        "the claims run under",
         f"{len(platforms)} other platforms, {len(releases)} other torch releases and "
         f"{sum(map(len, seeds.values()))} other seeds "
         f"({axes_named}). Reference: `{fragility.reference}`.",
@@ -262,7 +265,11 @@ def _short(claim: str) -> str:
     return claim.split("::", 1)[-1]
 
 
-def render_robustness(document: Mapping[str, Any], sections: Sequence[tuple[str, str]]) -> str:
+def render_robustness(
+    document: Mapping[str, Any],
+    sections: Sequence[tuple[str, str]],
+    guide: str | None = "docs/sweep.md",
+) -> str:
     """robustness.md: every claim, by section, with how often it holds on each axis.
 
     `sections` pairs each claims module's name ("test_s6_training") with its title."""
@@ -272,8 +279,8 @@ def render_robustness(document: Mapping[str, Any], sections: Sequence[tuple[str,
     out = [
         "# Truth over seeds: how often each claim holds",
         "",
-        f"Written by the sweep (`{declared().sweep_command}`, see docs/sweep.md) from its "
-        "fragments.",
+        f"Written by the sweep (`{declared().sweep_command}`{f', see {guide}' if guide else ''}) "
+        "from its fragments.",
         "Each claim was run again under "
         + " and under ".join(
             f"{len(document['axes'][a])} {axis_words()[a]} ({a} seeds, seed 0 included)"
