@@ -42,6 +42,12 @@ def digest(*parts: bytes | str) -> str:
     return h.hexdigest()
 
 
+def python_files(roots: Iterable[Path]) -> list[Path]:
+    """The Python files of `roots`, each a file or a folder searched whole: where a workshop's
+    code lives (`Declaration.computing`, `Declaration.quoting`)."""
+    return [f for root in roots for f in ([root] if root.is_file() else root.rglob("*.py"))]
+
+
 def source_digest(files: Iterable[Path]) -> str:
     """A digest of source files' contents, by name: editing any line, a comment included,
     changes it."""

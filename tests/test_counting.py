@@ -21,12 +21,8 @@ def test_split(quoted):
 '''
 
 
-# A scratch project of this workshop: its pytest configuration declares it to claimlog.
-WORKSHOP_INI = "[pytest]\nclaimlog_declaration = bnvg.workshop:DECLARATION\n"
-
-
-def suite(pytester, monkeypatch):
-    pytester.makeini(WORKSHOP_INI)
+def suite(pytester, monkeypatch, workshop_ini):
+    pytester.makeini(workshop_ini)
     pytester.makepyfile(test_claims=CLAIM)
     # Recorded on this platform: it is the reference for this suite, compared exactly.
     environment = pytester.path / "snapshots" / "environment.json"
@@ -36,8 +32,10 @@ def suite(pytester, monkeypatch):
     return pytester
 
 
-def test_a_claim_that_fails_after_quoting_still_records_its_readings(pytester, monkeypatch):
-    suite(pytester, monkeypatch)
+def test_a_claim_that_fails_after_quoting_still_records_its_readings(
+    pytester, monkeypatch, workshop_ini
+):
+    suite(pytester, monkeypatch, workshop_ini)
     monkeypatch.setenv("BREAK_AFTER_QUOTING", "1")
     result = pytester.runpytest("-p", "no:randomly", "--record", "record.json")
     result.assert_outcomes(failed=1)
@@ -47,11 +45,13 @@ def test_a_claim_that_fails_after_quoting_still_records_its_readings(pytester, m
     assert record["readings"]["S1 split, training points"]["value"] == 800
 
 
-def test_pytest_regressions_itself_fails_when_handed_a_changed_number(pytester, monkeypatch):
+def test_pytest_regressions_itself_fails_when_handed_a_changed_number(
+    pytester, monkeypatch, workshop_ini
+):
     """Its file says 800; the run computes 801. bnvg's own check, by name, speaks first; under
     --strict-numbers the pytest-regressions check behind it is handed 801, not the stored
     800, and fails too."""
-    suite(pytester, monkeypatch)
+    suite(pytester, monkeypatch, workshop_ini)
     monkeypatch.setenv("SPLIT_TRAIN", "801")
     result = pytester.runpytest("-p", "no:randomly")
     result.assert_outcomes(failed=1)

@@ -345,7 +345,7 @@ echo "$out"
 
 
 def test_the_script_log_is_kept_for_its_environment_and_computed_again_when_asked(
-    pytester, monkeypatch
+    pytester, monkeypatch, workshop_ini
 ):
     """The byte-identity test reads the script's log from pytest's cache when everything it
     is computed from is unchanged; another script, another kernel variable or --recompute
@@ -387,6 +387,6 @@ def test_the_script_log_is_kept_for_its_environment_and_computed_again_when_aske
     assert runs_after() == 3
     assert runs_after() == 3
     # claimlog's --recompute, in a project that declares the workshop.
-    pytester.makeini("[pytest]\nclaimlog_declaration = bnvg.workshop:DECLARATION\n")
+    pytester.makeini(workshop_ini)
     assert runs_after("--recompute") == 4
     assert runs_after("-p", "no:cacheprovider") == 5

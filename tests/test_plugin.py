@@ -11,9 +11,6 @@ from claimlog.store import atomic_write
 
 N_LINES = len(layout())
 
-# A scratch project of this workshop: its pytest configuration declares it to claimlog.
-WORKSHOP_INI = "[pytest]\nclaimlog_declaration = bnvg.workshop:DECLARATION\n"
-
 
 def slot_keys():
     return claimed_keys()
@@ -38,12 +35,12 @@ HEADER = "import pytest\nfrom claimlog.log.lines import LogLine\n"
 
 
 @pytest.fixture
-def suite(pytester):
+def suite(pytester, workshop_ini):
     """Write a claims module from (name, keys[, body]) tuples; returns the log's path (a
     normal run writes obtained/, never the committed captures/)."""
 
     def write(*claims):
-        pytester.makeini(WORKSHOP_INI)
+        pytester.makeini(workshop_ini)
         source = HEADER + "".join(claim(*c) for c in claims)
         pytester.makepyfile(test_claims=source)
         return pytester.path / "obtained" / "results.log"
@@ -79,8 +76,8 @@ def test_a_failing_claim_writes_none_of_its_numbers_and_marks_its_lines(suite, p
     assert lines[line_number("S1 split") - 1] == "  S1 split verified"
 
 
-def test_a_claim_failing_after_it_wrote_its_lines_still_writes_none_of_them(pytester):
-    pytester.makeini(WORKSHOP_INI)
+def test_a_claim_failing_after_it_wrote_its_lines_still_writes_none_of_them(pytester, workshop_ini):
+    pytester.makeini(workshop_ini)
     pytester.makepyfile(
         test_claims="""
         import pytest
@@ -169,8 +166,8 @@ def test_xdist_workers_ship_their_lines_and_only_the_controller_writes(suite, py
     assert log.read_bytes() == parallel
 
 
-def test_writing_a_line_the_claim_does_not_own_is_an_error(pytester):
-    pytester.makeini(WORKSHOP_INI)
+def test_writing_a_line_the_claim_does_not_own_is_an_error(pytester, workshop_ini):
+    pytester.makeini(workshop_ini)
     pytester.makepyfile(
         test_claims="""
         import pytest
@@ -267,7 +264,7 @@ def test_only_a_run_of_the_claims_alone_counts_as_one_a_warm_cache_runs_in_one_p
     assert not only_claims(pytester.parseconfig("tests"))
 
 
-def test_a_selection_of_the_projects_own_tests_still_gets_a_worker_per_core(pytester):
+def test_a_selection_of_the_projects_own_tests_still_gets_a_worker_per_core(pytester, workshop_ini):
     """`-k`/`-m` narrow the claims to a few networks, which one process trains fastest; the
     project's tier `pytest tests/ -m "not slow"` is hundreds of tests, spread over every
     core like any full run (None: xdist's own count)."""
@@ -275,7 +272,7 @@ def test_a_selection_of_the_projects_own_tests_still_gets_a_worker_per_core(pyte
 
     (pytester.path / "claims").mkdir()
     (pytester.path / "tests").mkdir()
-    pytester.makeini(WORKSHOP_INI)
+    pytester.makeini(workshop_ini)
 
     def workers(*args):
         return pytest_xdist_auto_num_workers(pytester.parseconfig(*args))
@@ -287,9 +284,9 @@ def test_a_selection_of_the_projects_own_tests_still_gets_a_worker_per_core(pyte
 
 
 def test_a_figures_title_is_asserted_as_stated_and_a_part_that_holds_sometimes_is_named(
-    pytester,
+    pytester, workshop_ini
 ):
-    pytester.makeini(WORKSHOP_INI)
+    pytester.makeini(workshop_ini)
     pytester.makepyfile(
         test_titles=textwrap.dedent("""
         def test_title_holds(figure):

@@ -37,7 +37,7 @@ import dataclasses
 import json
 import math
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -267,6 +267,11 @@ class Fragility:
 
 
 EMPTY = Fragility()
+
+
+def listed(parts: Sequence[str]) -> str:
+    """How people list the axes and counts of the evidence: "a", "a and b", "a, b and c"."""
+    return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
 
 
 def _seen(data: Mapping[str, Any]) -> Seen:

@@ -46,7 +46,7 @@ from claimlog.evidence.record import Record
 from claimlog.log.readings import Reading
 from claimlog.places import Places
 from claimlog.platform import Platform
-from claimlog.store import code_keys_at, digest, replacing
+from claimlog.store import code_keys_at, digest, python_files, replacing
 
 # 4: a key per claim, the owner of each reading and the checkers of each table (3 named one
 # fingerprint of the whole experiment: no part of it can be told fresh, so it is stale)
@@ -385,14 +385,10 @@ def claim_keys(places: Places) -> dict[str, str]:
     claims = places.root / "claims"
     plugins = _plugin_files(workshop.plugins)
     roots = (*workshop.computing, *workshop.quoting, READINGS, claims)
-    files = sorted({*claims.glob("*.py"), *plugins, *_files_under(roots)})
+    files = sorted({*claims.glob("*.py"), *plugins, *python_files(roots)})
     state = tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files)
     parts = tuple(sorted(workshop.key_parts.items()))
     return dict(_claim_keys(claims, roots, plugins, state, parts))
-
-
-def _files_under(roots: Sequence[Path]) -> list[Path]:
-    return [f for root in roots for f in ([root] if root.is_file() else root.rglob("*.py"))]
 
 
 def _plugin_files(modules: Sequence[str]) -> tuple[Path, ...]:

@@ -367,8 +367,10 @@ VERSIONS = "versions"
 
 def versions_line() -> int | None:
     """The number of the declared log's versions line, if it has one."""
-    lines = log()
-    return lines._index.get(VERSIONS)
+    try:
+        return line_number(VERSIONS)
+    except ValueError:  # the log has no such line
+        return None
 
 
 def log() -> Log:

@@ -50,7 +50,7 @@ from claimlog.plugin.options import (
     standing,
 )
 from claimlog.plugin.quoting import NumberSnapshots, Quoted, damage, extension_for
-from claimlog.store import Entry, Memo, Store, digest, replacing, source_digest
+from claimlog.store import Entry, Memo, Store, digest, python_files, replacing, source_digest
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
@@ -188,11 +188,8 @@ def computed(pytestconfig: pytest.Config, recipe: Any) -> Computed:
         session=session_id(pytestconfig),
         on_event=pytestconfig.stash[EVENTS].append,
     )
-    sources = sorted(
-        f for root in workshop.computing for f in ([root] if root.is_file() else root.rglob("*.py"))
-    )
     inputs = {
-        "source": source_digest(sources),
+        "source": source_digest(python_files(workshop.computing)),
         "workshop": repr(recipe),
         **process_platform(pytestconfig).cache_fields(),
     }

@@ -26,7 +26,7 @@ from typing import Any, cast
 import pytest
 
 from claimlog.declaration import declared
-from claimlog.evidence.fragility import Fragility
+from claimlog.evidence.fragility import Fragility, listed
 from claimlog.evidence.verdicts import Moved
 from claimlog.log.lines import PublishedLogError, line_number, read_published, section_headings
 from claimlog.log.readings import Reading
@@ -129,8 +129,8 @@ def render_claims_report(
         f"{len(fragility.on_axis(axis)) + 1} {many}"
         for axis, (_, _, many) in declared().seeds.items()
     ]
-    over = " and ".join([", ".join(counted[:-1]), counted[-1]] if len(counted) > 1 else counted)
-    seed_words = " and ".join(many for _, _, many in declared().seeds.values()) or "seeds"
+    over = listed(counted)
+    seed_words = listed([many for _, _, many in declared().seeds.values()]) or "seeds"
     out = [
         "# Claims report",
         "",

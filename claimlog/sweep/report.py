@@ -28,6 +28,7 @@ from claimlog.evidence.fragility import (
     Rate,
     ReadingEvidence,
     Seen,
+    listed,
     version_key,
 )
 from claimlog.log.lines import versions_line
@@ -60,7 +61,7 @@ with its own numbers (`claimlog/evidence/verdicts.py`).
 
 def legend() -> str:
     """How to read fragility.md, in the words of the workshop's seed axes."""
-    return LEGEND.format(seeds=_and([counted for _, _, counted in declared().seeds.values()]))
+    return LEGEND.format(seeds=listed([counted for _, _, counted in declared().seeds.values()]))
 
 
 def _escape(text: str) -> str:
@@ -137,7 +138,7 @@ def render_fragility(
     seeded = [
         f"{len(seeds[a])} {counted} (`{a}-seed-k`)" for a, (_, _, counted) in workshop.seeds.items()
     ]
-    axes_named = _and([many for _, many, _ in workshop.seeds.values()])
+    axes_named = listed([many for _, many, _ in workshop.seeds.values()])
     verdicts = [e.platform_verdict for e in fragility.readings.values()]
     counts = {verdict: verdicts.count(verdict) for verdict in (ROBUST, FRAGILE)}
     bounded = [e for e in fragility.readings.values() if e.bound is not None and e.generality()]
@@ -164,7 +165,7 @@ def render_fragility(
             if releases
             else []
         ),
-        f"Seeds: {_and(seeded)}, under the reference kernels; the reference is seed 0 "
+        f"Seeds: {listed(seeded)}, under the reference kernels; the reference is seed 0 "
         f"of {'both' if len(seeds) == 2 else 'each'}."
         + (
             f" {_capital(workshop.published)} is shown beside each reading; it is an "
@@ -220,11 +221,6 @@ def render_fragility(
 
 
 # -- robustness.md and docs/sweep.md's findings ---------------------------------------------
-def _and(parts: Sequence[str]) -> str:
-    """ "a", "a and b", "a, b and c"."""
-    return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
-
-
 def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
 
