@@ -23,39 +23,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pytest
 
-from claimlog.evidence.tables import Table, slug
-from claimlog.plugin.fixtures import Computed
-from claimlog.plugin.options import (
-    EVENTS,
-    fragility,
-    process_facts,
-    session_id,
-    settings,
-)
-from claimlog.plugin.quoting import NumberSnapshots
-from claimlog.store import Store
+from claimlog import Computed
 
 if TYPE_CHECKING:
     from bnvg.experiment.config import NetSpec, Workshop
     from bnvg.experiment.data import TwoMoons
     from bnvg.experiment.facts import SigmoidFacts, StartingWeights
-    from bnvg.experiment.results import AtInit, History, LogitGradient, TrainedRun
-    from bnvg.experiment.runs import RunCache
-
-RUNS_FOLDER = "bnvg-runs"  # trained runs, in pytest's cache folder
+    from bnvg.experiment.results import AtInit, LogitGradient
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "runs(*names): the trained networks this claim reads (see bnvg.experiment.runs.RUNS)",
-    )
-
-
-# -- the recipe, the data, snapshots and the log's writer -----------------------------------
+# -- the recipe and the data ------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def workshop(recipe: Workshop) -> Workshop:
     """The workshop's recipe (claimlog's `recipe`); --sampler-seed K and --init-seed K (for
@@ -123,155 +102,3 @@ def init_ratio(workshop: Workshop, computed: Computed) -> Callable[[NetSpec], fl
         return computed.get(f"init gradient ratio ({spec})", lambda: ratio(spec, workshop))
 
     return of
-
-
-# -- trained runs ---------------------------------------------------------------------------
-NEEDED_RUNS = pytest.StashKey[tuple[str, ...]]()
-
-
-def declared_runs(item: pytest.Item) -> tuple[str, ...]:
-    return tuple(name for mark in item.iter_markers("runs") for name in mark.args)
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Note which runs the selected claims need (after -k / -m deselection)."""
-    from bnvg.experiment.runs import run_named
-
-    needed: dict[str, None] = {}
-    for item in session.items:
-        for name in declared_runs(item):
-            try:
-                run_named(name)
-            except ValueError as error:
-                raise pytest.UsageError(f"{item.nodeid}: {error}") from None
-            needed[name] = None
-    session.config.stash[NEEDED_RUNS] = tuple(needed)
-
-
-@pytest.fixture(scope="session")
-def run_cache(
-    workshop: Workshop, pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
-) -> RunCache:
-    """Every run the selected claims need, each trained at most once, and reused from pytest's
-    cache folder while nothing it depends on changed.
-
-    Under pytest-xdist the workers of one session share the store (the pattern xdist
-    documents for session fixtures that must run once) and train the missing runs between
-    them up front, each taking the next untrained run, longest first. Without pytest's cache
-    the workers share a folder of the session's temporary directory instead.
-    """
-    from bnvg.experiment.runs import RunCache
-    from claimlog.store import REUSED, Event
-
-    events = pytestconfig.stash[EVENTS]
-
-    def note(event: Event) -> None:
-        if event.what == REUSED:  # when and on what it was trained, for the summary
-            about = event.detail
-            kept = {"trained at": about.get("at"), "platform": about.get("platform")}
-            event = Event(event.what, event.kind, event.name, kept)
-        events.append(event)
-
-    worker = getattr(pytestconfig, "workerinput", None)
-    pytest_cache = getattr(pytestconfig, "cache", None)  # None under -p no:cacheprovider
-    cache_dir = pytest_cache.mkdir(RUNS_FOLDER) if pytest_cache is not None else None
-    if cache_dir is not None:
-        store: Store | None = Store(cache_dir)
-    elif worker is not None:
-        store = Store(tmp_path_factory.getbasetemp().parent / RUNS_FOLDER)
-    else:
-        store = None
-    s = settings(pytestconfig)
-
-    cache = RunCache(
-        workshop,
-        store=store,
-        on_event=note,
-        session=session_id(pytestconfig),
-        recompute=s.recompute,
-        facts=lambda: process_facts(pytestconfig),  # read from pytest's cache: no torch
-    )
-    needed: tuple[str, ...] = pytestconfig.stash[NEEDED_RUNS]
-    if worker is not None:
-        cache.prefetch(needed)
-    return cache
-
-
-def history_table(run: str, history: History) -> Table:
-    """A run's history as it is stored and plotted: the test accuracy in percent, computed
-    as the figures compute it (`a * 100`)."""
-    return Table(
-        name=f"runs/{slug(run)}",
-        title=f"run {run!r}",
-        index_name="step",
-        index=tuple(history.step),
-        columns={
-            "train loss": np.asarray(history.loss, dtype=float),
-            "test accuracy %": np.asarray([a * 100 for a in history.test_acc], dtype=float),
-        },
-    )
-
-
-class DeclaredRuns:
-    """The runs one claim declared with `@pytest.mark.runs`, and no others; each read
-    checks its history against the stored one first."""
-
-    def __init__(self, request: pytest.FixtureRequest, cache: RunCache) -> None:
-        self._request = request
-        self._cache = cache
-        self._names = declared_runs(request.node)
-        self._numbers = NumberSnapshots(
-            request, settings(request.config), fragility(request.config)
-        )
-        self._checked: set[str] = set()
-
-    def get(self, name: str) -> TrainedRun:
-        """The trained run `name`, its history verified."""
-        __tracebackhide__ = True
-        if name not in self._names:
-            raise pytest.UsageError(
-                f"{self._request.node.nodeid} reads run {name!r} without declaring it: "
-                f"add it to its @pytest.mark.runs({', '.join(map(repr, self._names))})"
-            )
-        run = self._cache.get(name)
-        if name not in self._checked:
-            # Deferred: the claim first quotes its readings, so that what moved with the
-            # history is said; it fails then (or at the end of its call) all the same.
-            self._numbers.check_table(history_table(name, run.history), defer=True)
-            self._checked.add(name)
-        return run
-
-    def history(self, name: str) -> Table:
-        """The run's history as it is stored and plotted (verified)."""
-        return history_table(name, self.get(name).history)
-
-
-@pytest.fixture
-def runs(request: pytest.FixtureRequest, run_cache: RunCache) -> DeclaredRuns:
-    """The trained runs this claim declared with `@pytest.mark.runs(...)`."""
-    return DeclaredRuns(request, run_cache)
-
-
-# -- a warm session, told without torch ------------------------------------------------------
-def all_runs_stored(config: pytest.Config) -> bool:
-    """Whether pytest's cache holds every run of the workshop for this code and platform, as
-    far as can be told without importing torch (the session itself checks the whole key)."""
-    from bnvg.experiment.config import WORKSHOP
-    from bnvg.experiment.runs import RUNS, stored_runs
-    from claimlog.platform import TORCH_FACTS_FOLDER, Platform, kept_torch_facts
-
-    if config.getoption("claimlog_recompute") or config.getoption("claimlog_strict_numbers"):
-        return False
-    if not config.pluginmanager.has_plugin("cacheprovider"):
-        return False
-    # Where pytest's Cache.mkdir(...) puts its folders; pytest_xdist_auto_num_workers runs
-    # before the cache plugin is configured.
-    cache = config.rootpath / config.getini("cache_dir") / "d"
-    facts = kept_torch_facts(Store(cache / TORCH_FACTS_FOLDER))
-    if facts is None:
-        return False  # no session on this platform asked torch yet: none trained here either
-    workshop = WORKSHOP.with_seeds(
-        config.getoption("claimlog_sampler_seed"), config.getoption("claimlog_init_seed")
-    )
-    where = Platform.here(config.getoption("claimlog_torch_threads"), facts).cache_fields()
-    return stored_runs(cache / RUNS_FOLDER, workshop, where) == set(RUNS)

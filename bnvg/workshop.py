@@ -1,10 +1,10 @@
 """This workshop, as it declares itself to claimlog (named in pyproject.toml's pytest options).
 
 Everything claimlog needs to know of "Batch Norm vs Vanishing Gradients" is here: its log's
-layout, the plugin with the fixtures its claims read, the module that draws its figures, the
-code its claims compute with (each claim's evidence is keyed by what it reaches there), and
-the seeds the sweep varies. Nothing heavy is imported: a declaration is read by every pytest
-session and every sweep job before anything is computed.
+layout, the plugin with the fixtures its claims read, the networks it trains, the module
+that draws its figures, the code its claims compute with (each claim's evidence is keyed by
+what it reaches there), and the seeds the sweep varies. Nothing heavy is imported: a
+declaration is read by every pytest session and every sweep job before anything is computed.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from claimlog import Declaration
+from claimlog import Declaration, Training
 
 PACKAGE = Path(__file__).resolve().parent
 
@@ -24,7 +24,7 @@ def _log() -> Any:
     return log()
 
 
-def _training() -> list[tuple[Path, str] | str]:
+def _what_runs_depend_on() -> list[tuple[Path, str] | str]:
     """What every claim that reads trained runs depends on beyond its code: the code that
     trains one, and every run's spec."""
     from bnvg.experiment.runs import RUNS
@@ -40,10 +40,10 @@ def _recipe(seeds: Mapping[str, int | None]) -> Any:
     return WORKSHOP.with_seeds(seeds["sampler"], seeds["init"])
 
 
-def _warm(config: Any) -> bool:
-    from bnvg.fixtures import all_runs_stored
+def _training() -> Training:
+    from bnvg.experiment.runs import TRAINING
 
-    return all_runs_stored(config)
+    return TRAINING
 
 
 DECLARATION = Declaration(
@@ -56,13 +56,13 @@ DECLARATION = Declaration(
     # through it every claim would read S2's CHECK_LOGIT) nor how a figure is drawn.
     computing=(PACKAGE / "experiment", PACKAGE / "figures" / "series.py"),
     quoting=(PACKAGE / "log" / "fill.py",),
-    key_parts={"runs": _training},
+    key_parts={"runs": _what_runs_depend_on},
     recipe=_recipe,
     seeds={
         "sampler": ("minibatch order", "minibatch orders", "minibatch orders"),
         "init": ("starting weights", "starting weights", "sets of starting weights"),
     },
     published="the published log (torch 2.12.1)",
-    warm=_warm,
+    training=_training,
     sweep_command="python -m bnvg.sweep",
 )

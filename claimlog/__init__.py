@@ -7,15 +7,16 @@ business. The whole of it is on one page: docs/engine.md.
 What a workshop declares:
 
 - `Declaration`: its name, its log, its recipe, its plugins (the fixtures its claims read),
-  its figures' module, the code its computations live in, its seed axes;
+  its figures' module, the code its computations live in, its seed axes, and the networks
+  it trains (a `Training`);
 - `Log` of `Line`s, each a `Template` with a `Quantity` (of a `Kind`) per number it prints;
   `LogLine`, a line filled with readings;
 - `Table`: the numbers a figure plots, or a history, compared point by point;
 - `Computed`: results computed once and kept in pytest's cache (the `computed` fixture).
 
-What a claim calls (beside the fixtures `quoted`, `figure`, `computed`, `recipe`,
+What a claim calls (beside the fixtures `quoted`, `figure`, `runs`, `computed`, `recipe`,
 `figure_table`, `results_log`, `torch_platform`, `fragility_table` and `platform_standing`,
-and the markers `log_lines` and `evidence`):
+and the markers `log_lines`, `runs` and `evidence`):
 
 - the bounds it states of a reading: `about`, `above`, `below`, `at_least`, `at_most`,
   `exactly`;
@@ -42,6 +43,7 @@ _HOMES = {
     "Rate": "claimlog.evidence.fragility",
     "Table": "claimlog.evidence.tables",
     "Template": "claimlog.log.lines",
+    "Training": "claimlog.declaration",
     "about": "claimlog.log.readings",
     "above": "claimlog.log.readings",
     "at_least": "claimlog.log.readings",
@@ -52,7 +54,7 @@ _HOMES = {
 }
 
 if TYPE_CHECKING:
-    from claimlog.declaration import Declaration
+    from claimlog.declaration import Declaration, Training
     from claimlog.evidence.fragility import Rate
     from claimlog.evidence.fragments import seed_variant_name
     from claimlog.evidence.tables import Table
@@ -91,6 +93,7 @@ __all__ = [
     "Rate",
     "Table",
     "Template",
+    "Training",
     "about",
     "above",
     "at_least",

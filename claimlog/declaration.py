@@ -19,9 +19,10 @@ import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from claimlog.evidence.tables import Table
     from claimlog.log.lines import Log
 
 INI_NAME = "claimlog_declaration"
@@ -30,14 +31,60 @@ INI_NAME = "claimlog_declaration"
 KeyPart = tuple[Path, str] | str
 
 
+class Training(Protocol):
+    """The networks a workshop trains, each a named run (`Declaration.training`).
+
+    The engine trains each run a session's claims read (`@pytest.mark.runs(name)`) at most
+    once, hands it to every claim that asks (the `runs` fixture), and keeps it in pytest's
+    cache under a key of what its numbers depend on (`inputs`) and the platform; under
+    pytest-xdist the workers train the missing runs between them, longest first (`cost`).
+    A run's description is read without importing torch: a session that finds every run
+    kept runs in one process, and never imports torch to read a history.
+    """
+
+    def names(self) -> Sequence[str]:
+        """Every run, by name."""
+        ...
+
+    def inputs(self, name: str, recipe: Any) -> Mapping[str, str]:
+        """What the run's numbers depend on beside the platform (its code, its settings, the
+        recipe), told without torch: the run is trained again when any of it changes."""
+        ...
+
+    def cost(self, name: str, recipe: Any) -> float:
+        """A rough training time, in seconds: only its order matters."""
+        ...
+
+    def train(self, name: str, recipe: Any, key: str) -> Any:
+        """The run, trained now (`key`: its key in the cache, for the run to carry)."""
+        ...
+
+    def encode(self, run: Any) -> bytes:
+        """What the cache keeps of a run beyond its description (its weights)."""
+        ...
+
+    def describe(self, run: Any) -> Mapping[str, Any]:
+        """The run's description as JSON (its history): read without torch."""
+        ...
+
+    def decode(self, name: str, content: bytes, description: Mapping[str, Any], key: str) -> Any:
+        """The run back from what `encode` and `describe` kept, bit for bit."""
+        ...
+
+    def table(self, name: str, run: Any) -> Table:
+        """The run's numbers as a table (`Table.of_run`), checked against its snapshot before
+        a claim first reads the run."""
+        ...
+
+
 @dataclass(frozen=True)
 class Declaration:
     """A workshop, as the engine sees it.
 
     - `name`: how the engine names it: its folders in pytest's cache ("bnvg-figures");
     - `log`: its log, line by line (`claimlog.log.lines.Log`), built when first asked;
-    - `plugins`: its pytest plugin modules: the fixtures its claims read (the recipe, the
-      data, trained runs), registered by the engine before the claims are collected;
+    - `plugins`: its pytest plugin modules: the fixtures its claims read (its data, its
+      facts), registered by the engine before the claims are collected;
     - `figures`: the module whose function `name` draws the figure `name.png`;
     - `computing`: the folders and files its computations live in: every computed result is
       kept under a key of them (the `computed` fixture);
@@ -53,8 +100,8 @@ class Declaration:
       session takes one with `--<name>-seed K`, and the recipe is built with it (`recipe`);
     - `recipe`: the recipe a session runs, given its seeds ({axis: K or None}), whose repr
       keys every result it computes (the engine's `computed` fixture);
-    - `warm`: whether everything the selected claims compute is in pytest's cache already,
-      told without importing torch (a warm session then runs in one process);
+    - `training`: the networks it trains (a `Training`), given when first asked; a session
+      that finds them all in pytest's cache runs in one process;
     - `sweep_command`: the command its messages give for a sweep;
     - `published`: how the reports name its published log ("the published log (torch
       2.12.1)": the release that wrote it).
@@ -69,7 +116,7 @@ class Declaration:
     key_parts: Mapping[str, Callable[[], Sequence[KeyPart]]] = field(default_factory=dict)
     seeds: Mapping[str, tuple[str, str, str]] = field(default_factory=dict)
     recipe: Callable[[Mapping[str, int | None]], Any] | None = None
-    warm: Callable[[Any], bool] | None = None
+    training: Callable[[], Training] | None = None
     sweep_command: str = "python -m claimlog.sweep"  # what messages tell an author to run
     published: str = "the published log"  # how the reports name it (which torch wrote it)
 

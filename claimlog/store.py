@@ -27,9 +27,12 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from filelock import FileLock, Timeout
+
+if TYPE_CHECKING:
+    from claimlog.declaration import Training
 
 
 def digest(*parts: bytes | str) -> str:
@@ -666,6 +669,140 @@ class Memo:
 
     def _usable(self, entry: Entry) -> bool:
         return not self.recompute or entry.about.get("session") == self.session
+
+
+# -- trained runs: a workshop's networks, each trained at most once -------------------------
+def run_named(training: Training, name: str) -> str:
+    """`name`, if `training` has a run of that name; else a ValueError listing the valid names."""
+    names = training.names()
+    if name not in names:
+        raise ValueError(
+            f"unknown run {name!r}: valid names are " + ", ".join(repr(n) for n in names)
+        )
+    return name
+
+
+class TrainedRuns:
+    """A workshop's trained runs (`claimlog.declaration.Training`), each trained at most once
+    and handed to every caller, so claims that quote the same run share one training.
+
+    Given a `Store`, a finished run is kept there, through a `Memo` of kind "run", under a key
+    of everything its numbers depend on: the run's `Training.inputs` (its code, its settings,
+    the recipe) and `where` (`claimlog.platform.Platform.cache_fields`: torch, the kernels,
+    the threads, the CPU). Change any of them and no entry has the key: the run is trained
+    again. The entry's description holds the run's own (`Training.describe`: its history)
+    beside those inputs, so that `kept` tells which runs are there without torch. `session`
+    and `recompute` are the `Memo`'s; `prepare` runs before the first training (the engine
+    imports torch with the session's thread count there).
+    """
+
+    def __init__(
+        self,
+        training: Training,
+        recipe: Any,
+        where: Callable[[], Mapping[str, str]],
+        store: Store | None = None,
+        *,
+        on_event: Callable[[Event], None] | None = None,
+        session: str = "",
+        recompute: bool = False,
+        prepare: Callable[[], object] = lambda: None,
+    ) -> None:
+        self.training = training
+        self.recipe = recipe
+        self.trained: list[str] = []  # by this process, in order
+        told = on_event or (lambda event: None)
+
+        def note(event: Event) -> None:
+            if event.what == COMPUTED:
+                self.trained.append(event.name)
+            told(event)
+
+        self.memo = Memo(store, "run", recompute=recompute, session=session, on_event=note)
+        self._where_of = where
+        self._where: dict[str, str] | None = None
+        self._prepare = prepare
+        self._done: dict[str, Any] = {}
+
+    @property
+    def where(self) -> dict[str, str]:
+        """The platform, as the runs' keys name it (asked once)."""
+        if self._where is None:
+            self._where = dict(self._where_of())
+        return self._where
+
+    def inputs(self, name: str) -> dict[str, str]:
+        """Everything the run's numbers depend on."""
+        return {**self.training.inputs(name, self.recipe), **self.where}
+
+    def key(self, name: str) -> str:
+        """The key of the run's entry: a digest of everything its numbers depend on."""
+        return digest(json.dumps(self.inputs(name), sort_keys=True))
+
+    def kept(self) -> set[str]:
+        """The names of the runs whose entries the store holds for these inputs: a cheap look,
+        without torch, at what a session would reuse (reading one checks its whole entry)."""
+        if self.memo.store is None:
+            return set()
+        wanted = {name: self.inputs(name) for name in self.training.names()}
+        found = set()
+        for about_path in self.memo.store.folder.glob("*.json"):
+            try:
+                inputs = json.loads(about_path.read_text()).get("inputs", {})
+            except (OSError, ValueError, AttributeError):
+                continue
+            found |= {name for name, w in wanted.items() if inputs == w}
+        return found
+
+    def get(self, name: str) -> Any:
+        """The run `name`: kept from before, or trained now (waiting for a process that is
+        training it)."""
+        if run_named(self.training, name) not in self._done:
+            self._done[name] = self._kept(name, wait=True)
+        return self._done[name]
+
+    def prefetch(self, names: Sequence[str]) -> None:
+        """Train, longest first, every run of `names` that the store lacks and no process
+        sharing it has started yet; skip those another process is training.
+
+        Processes that all call this split the work between them as they go (whoever is free
+        takes the next run), so they finish together even when one started late. A run found
+        kept is only described (a workshop may load its weights when they are asked for).
+        """
+        if self.memo.store is None:
+            return
+        for name in sorted(names, key=lambda n: -self.training.cost(n, self.recipe)):
+            try:
+                # None: another process is training it.
+                run = self._kept(run_named(self.training, name), wait=False)
+            except Exception:
+                # A run that cannot be trained fails the claims that read it, when they ask
+                # for it, exactly as in one process: never the session fixture that
+                # prefetches, which would fail every claim of this process.
+                continue
+            if run is not None:
+                self._done[name] = run
+
+    def _kept(self, name: str, wait: bool) -> Any:
+        key = self.key(name) if self.memo.store is not None else ""
+
+        def train() -> Any:
+            self._prepare()
+            return self.training.train(name, self.recipe, key)
+
+        return self.memo.get(
+            name,
+            key,
+            train,
+            encode=self.training.encode,
+            decode=lambda entry: self.training.decode(name, entry.content, entry.about, key),
+            about=lambda run: {
+                "inputs": self.inputs(name),
+                "platform": self.where,
+                **self.training.describe(run),
+            },
+            wait=wait,
+        )
 
 
 # -- atomic writes: a file replaced whole, or not at all ------------------------------------

@@ -10,7 +10,8 @@ type checking only reaches up.
 - the log and claimlog/evidence/: no torch and no pytest at run time (the xdist controller
   writes the log from its workers' readings without importing torch);
 - claimlog/plugin/ and the workshop's own plugin (bnvg/fixtures.py): the only users of pytest,
-  with the runner; they load without torch, matplotlib or pandas.
+  with the runner; they load without torch, matplotlib or pandas;
+- a workshop (bnvg, dropout) imports of claimlog only its public API (`claimlog.__all__`).
 """
 
 import ast
@@ -19,6 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+import claimlog
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE = ROOT / "claimlog"
@@ -126,6 +129,26 @@ def test_the_engine_imports_nothing_of_a_workshop(module):
     (`claimlog.declaration`). Not even for type checking, nor inside a function."""
     imports = imports_of(ENGINE_MODULES[module].read_text(), package_of(module), typing=True)
     assert not {i for i in imports if i.split(".")[0] in WORKSHOPS}
+
+
+WORKSHOP_MODULES = {
+    module: path for package in WORKSHOPS.values() for module, path in modules_of(package).items()
+}
+# What a workshop may import of claimlog: its public API (docs/engine.md), and the sweep's
+# command, which `python -m bnvg.sweep` starts under this workshop's name.
+PUBLIC = {"claimlog", *(f"claimlog.{name}" for name in claimlog.__all__)}
+COMMANDS = {"claimlog.sweep.__main__", "claimlog.sweep.__main__.main"}
+
+
+@pytest.mark.parametrize("module", sorted(WORKSHOP_MODULES))
+def test_a_workshop_uses_only_the_engines_public_api(module):
+    """Both workshops are written on claimlog's documented API alone (`claimlog.__all__`),
+    even for type checking: what a workshop needs of the engine is on one page."""
+    path = WORKSHOP_MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    imports = imports_of(path.read_text(), package, typing=True)
+    used = {i for i in imports if i.split(".")[0] == "claimlog"}
+    assert used <= PUBLIC | COMMANDS, sorted(used - PUBLIC - COMMANDS)
 
 
 def test_bnvg_has_no_import_cycle():

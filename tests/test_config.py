@@ -5,7 +5,6 @@ import pytest
 from bnvg.experiment.config import NetSpec, RunSpec, Workshop
 from bnvg.experiment.data import two_moons
 from bnvg.experiment.model import build_network
-from bnvg.experiment.runs import run_named
 from bnvg.experiment.train import train
 
 
@@ -58,13 +57,6 @@ def test_training_refuses_a_non_positive_learning_rate():
         RunSpec(lr=0)
     with pytest.raises(ValueError, match="lr must be > 0"):
         train(build_network(), two_moons(), lr=0.0)
-
-
-def test_an_unknown_run_name_lists_the_known_runs():
-    with pytest.raises(
-        ValueError, match="unknown run 'batchnorm': valid names are 'plain', 'batch norm'"
-    ):
-        run_named("batchnorm")
 
 
 def test_a_variant_is_a_validated_copy():

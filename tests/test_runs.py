@@ -10,12 +10,21 @@ from bnvg.experiment.data import two_moons
 from bnvg.experiment.eval_bug import demonstrate_eval_bug
 from bnvg.experiment.measure import init_grad_ratio, measure_at_init
 from bnvg.experiment.model import build_network
-from bnvg.experiment.runs import RUNS, RunCache
+from bnvg.experiment.runs import RUNS, TRAINING
 from bnvg.experiment.train import train_run
 from claimlog.platform import Platform
-from claimlog.store import COMPUTED, DAMAGED, REUSED, Entry, Event, Store
+from claimlog.store import COMPUTED, DAMAGED, REUSED, Entry, Event, Store, TrainedRuns
 
 SHORT = Workshop(steps=60)  # enough for two history points; the real runs are 4000 steps
+
+
+def here():
+    return Platform.here(torch.get_num_threads()).cache_fields()
+
+
+def trained_runs(recipe=SHORT, store=None, *, where=here, **options):
+    """This workshop's runs as claimlog trains and keeps them (`Declaration.training`)."""
+    return TrainedRuns(TRAINING, recipe, where=where, store=store, **options)
 
 
 def test_the_log_needs_twelve_distinct_runs():
@@ -25,9 +34,9 @@ def test_the_log_needs_twelve_distinct_runs():
 @pytest.mark.slow
 def test_a_run_is_trained_once_however_often_it_is_asked_for():
     events = []
-    cache = RunCache(SHORT, on_event=events.append)
+    cache = trained_runs(SHORT, on_event=events.append)
     first = cache.get("batch norm")
-    assert cache.get(RunSpec(NetSpec(norm="batch"))) is first
+    assert cache.get("batch norm") is first
     assert cache.get("plain") is not first
     assert events == [Event(COMPUTED, "run", "batch norm"), Event(COMPUTED, "run", "plain")]
 
@@ -36,8 +45,8 @@ def test_a_run_is_trained_once_however_often_it_is_asked_for():
 def test_processes_sharing_a_store_train_once_and_load_bit_identical_results(tmp_path):
     store = Store(tmp_path)
     trainer, loader = (
-        RunCache(SHORT, store=store, session="a"),
-        RunCache(SHORT, store=store, session="a"),
+        trained_runs(SHORT, store=store, session="a"),
+        trained_runs(SHORT, store=store, session="a"),
     )
     trained = trainer.get("depth 8 batch norm, lr = 0.5")
     loaded = loader.get("depth 8 batch norm, lr = 0.5")
@@ -50,15 +59,15 @@ def test_processes_sharing_a_store_train_once_and_load_bit_identical_results(tmp
 @pytest.mark.slow
 def test_a_later_session_reuses_a_stored_run_and_says_when_and_where_it_was_trained(tmp_path):
     store = Store(tmp_path)
-    RunCache(SHORT, store=store, session="yesterday").get("plain")
+    trained_runs(SHORT, store=store, session="yesterday").get("plain")
     events = []
-    later = RunCache(SHORT, store=store, session="today", on_event=events.append)
+    later = trained_runs(SHORT, store=store, session="today", on_event=events.append)
     later.get("plain")
     [reused] = events
     assert (reused.what, reused.name, later.trained) == (REUSED, "plain", [])
     assert reused.detail["platform"]["torch threads"] == str(torch.get_num_threads())
     assert reused.detail["at"].endswith(" UTC")  # when the memo kept it
-    recompute = RunCache(SHORT, store=store, session="again", recompute=True)
+    recompute = trained_runs(SHORT, store=store, session="again", recompute=True)
     recompute.get("plain")
     assert recompute.trained == ["plain"]
 
@@ -66,42 +75,62 @@ def test_a_later_session_reuses_a_stored_run_and_says_when_and_where_it_was_trai
 @pytest.mark.slow
 def test_a_damaged_entry_is_reported_and_trained_again(tmp_path):
     store = Store(tmp_path)
-    cache = RunCache(SHORT, store=store, session="a")
+    cache = trained_runs(SHORT, store=store, session="a")
     cache.get("plain")
     [content] = tmp_path.glob("*.bin")
     content.write_bytes(content.read_bytes()[:-10])  # truncated
     events = []
-    again = RunCache(SHORT, store=store, session="b", on_event=events.append)
+    again = trained_runs(SHORT, store=store, session="b", on_event=events.append)
     again.get("plain")
     assert events[0] == Event(
         DAMAGED, "run", "plain", "its content does not match its checksum (truncated or corrupt)"
     )
-    assert again.trained == ["plain"] and isinstance(store.get(cache.key(RUNS["plain"])), Entry)
+    assert again.trained == ["plain"] and isinstance(store.get(cache.key("plain")), Entry)
 
 
 def test_the_key_covers_the_code_the_recipe_the_spec_and_the_platform(tmp_path, monkeypatch):
     import bnvg.experiment.runs as runs
 
     where = Platform.here(1).cache_fields()
-    key = runs.run_key(RUNS["plain"], SHORT, where)
-    assert key == runs.run_key(RUNS["plain"], SHORT, dict(where))
+
+    def key(name="plain", recipe=SHORT, platform=where):
+        return trained_runs(recipe, where=lambda: platform).key(name)
+
+    assert key() == key(platform=dict(where))
     others = [
-        runs.run_key(RUNS["batch norm"], SHORT, where),
-        runs.run_key(RUNS["plain"], Workshop(steps=61), where),
-        runs.run_key(RUNS["plain"], Workshop(steps=60, sampler_seed=3), where),
-        runs.run_key(RUNS["plain"], SHORT, {**where, "torch threads": "2"}),
-        runs.run_key(RUNS["plain"], SHORT, {**where, "cpu capability": "DEFAULT"}),
-        runs.run_key(RUNS["plain"], SHORT, {**where, "torch": "2.14.1+cpu"}),
+        key("batch norm"),
+        key(recipe=Workshop(steps=61)),
+        key(recipe=Workshop(steps=60, sampler_seed=3)),
+        key(platform={**where, "torch threads": "2"}),
+        key(platform={**where, "cpu capability": "DEFAULT"}),
+        key(platform={**where, "torch": "2.14.1+cpu"}),
     ]
-    assert len({key, *others}) == 7
+    assert len({key(), *others}) == 7
     # A comment added to a module a run executes is a new key; a module it does not, is not.
+    before = key()
     copy = tmp_path / "experiment"
     shutil.copytree(runs.EXPERIMENT, copy)
     monkeypatch.setattr(runs, "EXPERIMENT", copy)
     (copy / "eval_bug.py").write_text((copy / "eval_bug.py").read_text() + "# a comment\n")
-    assert runs.run_key(RUNS["plain"], SHORT, where) == key
+    assert key() == before
     (copy / "train.py").write_text((copy / "train.py").read_text() + "# a comment\n")
-    assert runs.run_key(RUNS["plain"], SHORT, where) != key
+    assert key() != before
+
+
+def test_an_unknown_run_name_lists_the_known_runs():
+    with pytest.raises(
+        ValueError, match="unknown run 'batchnorm': valid names are 'plain', 'batch norm'"
+    ):
+        trained_runs().get("batchnorm")
+
+
+def test_a_store_tells_without_torch_which_runs_it_keeps(tmp_path):
+    """What a session checks before it starts workers: kept for this recipe and platform."""
+    store = Store(tmp_path)
+    trained_runs(store=store, session="a").get("plain")
+    assert trained_runs(store=store).kept() == {"plain"}
+    assert trained_runs(Workshop(steps=61), store=store).kept() == set()
+    assert trained_runs(store=store, where=lambda: {**here(), "torch threads": "3"}).kept() == set()
 
 
 @pytest.mark.parametrize(
@@ -133,7 +162,7 @@ def test_the_recipe_counts_in_a_runs_key_by_what_training_reads_of_it(tmp_path, 
 
 
 def test_a_trained_network_is_handed_out_as_an_independent_copy():
-    run = RunCache(SHORT).get("plain")
+    run = trained_runs(SHORT).get("plain")
     net = run.network()
     with torch.no_grad():
         net.out.weight.add_(1.0)
@@ -142,7 +171,7 @@ def test_a_trained_network_is_handed_out_as_an_independent_copy():
 
 def test_the_eval_bug_demonstration_leaves_the_callers_network_untouched():
     data = two_moons(SHORT)
-    net = RunCache(SHORT).get("batch norm").network()
+    net = trained_runs(SHORT).get("batch norm").network()
     before = {k: v.clone() for k, v in net.state_dict().items()}
     demonstrate_eval_bug(net, data.X_test, data.y_test)
     assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
@@ -176,11 +205,11 @@ def test_the_probe_measures_the_ratio_s4s_full_measurement_measures(spec):
 
 def test_the_eval_bug_needs_batches_that_batch_norm_can_normalise():
     data = two_moons(SHORT)
-    net = RunCache(SHORT).get("batch norm").network()
+    net = trained_runs(SHORT).get("batch norm").network()
     with pytest.raises(ValueError, match="batches of at least 2 points to normalise, got 1"):
         demonstrate_eval_bug(net, data.X_test, data.y_test, batch=1)
     with pytest.raises(ValueError, match="needs a batch-norm network"):
-        demonstrate_eval_bug(RunCache(SHORT).get("plain").network(), data.X_test, data.y_test)
+        demonstrate_eval_bug(trained_runs(SHORT).get("plain").network(), data.X_test, data.y_test)
 
 
 def test_a_run_that_cannot_be_trained_fails_its_claims_not_the_prefetch(tmp_path, monkeypatch):
@@ -197,7 +226,7 @@ def test_a_run_that_cannot_be_trained_fails_its_claims_not_the_prefetch(tmp_path
         return real(spec, data, workshop)
 
     monkeypatch.setattr(training, "train_run", dead_relu)
-    cache = RunCache(SHORT, store=Store(tmp_path / "runs"), session="a")
+    cache = trained_runs(store=Store(tmp_path / "runs"), session="a")
     cache.prefetch(["ReLU", "plain"])  # no error escapes
     assert cache.get("plain").history.step
     with pytest.raises(ZeroDivisionError):

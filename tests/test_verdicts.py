@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from bnvg.fixtures import history_table
+from bnvg.experiment.runs import history_table
 from claimlog.evidence.fragility import EMPTY, from_document
 from claimlog.evidence.tables import Table, slug
 from claimlog.evidence.verdicts import (

@@ -27,17 +27,16 @@ from bnvg.experiment.model import TinyNet
 from bnvg.experiment.results import TrainedRun
 from bnvg.experiment.runtime import torch
 from claimlog import Table
-from claimlog.store import replacing
 
 RED, GREEN, BLUE, ORANGE, PURPLE = "#d32f2f", "#2e7d32", "#1976d2", "#ef6c00", "#6a1b9a"
 
 
 def save(fig: Figure, folder: Path, name: str) -> Path:
-    """Save `fig` as folder/name atomically and close it."""
+    """Save `fig` as folder/name and close it (claimlog keeps what was drawn, and an update
+    records it as one transaction)."""
     path = folder / name
     try:
-        with replacing(path) as tmp:
-            fig.savefig(tmp, dpi=150, bbox_inches="tight", format="png")
+        fig.savefig(path, dpi=150, bbox_inches="tight", format="png")
     finally:
         plt.close(fig)
     return path

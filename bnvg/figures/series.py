@@ -4,7 +4,7 @@ A figure claim first compares these numbers with the stored ones (`claimlog.plug
 then draws exactly them (`bnvg.figures.draw`). The arrays keep the dtype the script plotted
 (float32 for torch's curves and the data set), so the PNGs stay byte-identical to the
 script's. Training curves are not here: they are the runs' histories
-(`bnvg.fixtures.history_table`), stored once per run.
+(`bnvg.experiment.runs.history_table`), stored once per run.
 
 No matplotlib here: checking the numbers does not need it. torch only where a curve is
 torch's (imported there): the tables of the data set, the at-init measurements and the

@@ -426,8 +426,8 @@ def _claim_keys(
             parts: list[KeyPart] = [(module, node.name)]
             # Every fixture it requests, and those its module's own fixtures request in turn.
             # Not those the workshop's plugin fixtures request: a fixture that asks for the
-            # trained runs (bnvg's `runs` asks `run_cache`) would make every claim read the
-            # training; what a fixture depends on beyond its code it declares (`key_parts`).
+            # trained runs would make every claim read the training; what a fixture depends on
+            # beyond its code it declares (`key_parts`: bnvg's for claimlog's `runs`).
             pending, seen = [a.arg for a in node.args.args], set()
             while pending:
                 name = pending.pop()
@@ -439,7 +439,7 @@ def _claim_keys(
                     pending += [a.arg for a in here[name].args.args]
                 elif name in fixtures:
                     parts.append((fixtures[name], name))
-            for name in sorted(seen & key_parts.keys()):  # bnvg's runs: training, each spec
+            for name in sorted(seen & key_parts.keys()):  # the runs: their training, each spec
                 parts += key_parts[name]()
             wanted[f"claims/{module.name}::{node.name}"] = parts
     definitions = sorted({p for parts in wanted.values() for p in parts if isinstance(p, tuple)})

@@ -73,6 +73,20 @@ class Table:
             columns={k: np.asarray(v) for k, v in columns.items()},
         )
 
+    @classmethod
+    def of_run(
+        cls, run: str, index_name: str, index: Sequence[Any], columns: Mapping[str, Any]
+    ) -> Table:
+        """A trained run's numbers (its history), as floats: "runs/batch-norm", "run 'batch
+        norm'"."""
+        return cls(
+            name=f"runs/{slug(run)}",
+            title=f"run {run!r}",
+            index_name=index_name,
+            index=tuple(index),
+            columns={k: np.asarray(v, dtype=float) for k, v in columns.items()},
+        )
+
 
 def slug(name: str) -> str:
     """A file-name form of a run's or figure's name: "depth 8 plain, lr = 0.5" ->

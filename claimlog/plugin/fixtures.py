@@ -11,10 +11,13 @@
 - **the recipe and computed results** (`recipe`, `computed`, `Computed`): a workshop's results
   by name, each computed at most once per key and kept in pytest's cache, the key made of the
   workshop's code (`Declaration.computing`), its recipe under the session's seeds and the
-  platform.
+  platform;
+- **trained runs** (`runs`, `<name>-runs` in pytest's cache): the networks a workshop trains
+  (`Declaration.training`), each claim reading those it declares
+  (`@pytest.mark.runs(...)`), each run trained at most once (`claimlog.store.TrainedRuns`).
 
-What the workshop's own claims read (its recipe, data, trained runs) are its fixtures,
-in the plugins it declares.
+What else the workshop's own claims read (its data, its facts) are its fixtures, in the
+plugins it declares.
 """
 
 from __future__ import annotations
@@ -32,11 +35,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import pytest
 
-from claimlog.declaration import declared
+from claimlog.declaration import Training, declared
 from claimlog.evidence.tables import Table
 from claimlog.platform import import_torch
 from claimlog.plugin.options import (
     EVENTS,
+    RUNS_FOLDER,
     TITLE,
     UPDATE_COMMAND,
     channel,
@@ -50,7 +54,19 @@ from claimlog.plugin.options import (
     standing,
 )
 from claimlog.plugin.quoting import NumberSnapshots, Quoted, damage, extension_for
-from claimlog.store import Entry, Memo, Store, digest, python_files, replacing, source_digest
+from claimlog.store import (
+    REUSED,
+    Entry,
+    Event,
+    Memo,
+    Store,
+    TrainedRuns,
+    digest,
+    python_files,
+    replacing,
+    run_named,
+    source_digest,
+)
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
@@ -205,6 +221,121 @@ def figure_table(computed: Computed) -> Callable[[str, Callable[[], Table]], Tab
         return computed.get(f"figure {name}", make)
 
     return of
+
+
+# -- trained runs, kept in pytest's cache ---------------------------------------------------
+NEEDED_RUNS = pytest.StashKey[tuple[str, ...]]()
+
+
+def declared_runs(item: pytest.Item) -> tuple[str, ...]:
+    """The runs a claim declares it reads: `@pytest.mark.runs("plain", ...)`."""
+    return tuple(name for mark in item.iter_markers("runs") for name in mark.args)
+
+
+def _training() -> Training:
+    make = declared().training
+    if make is None:
+        raise pytest.UsageError("the workshop declares no training (Declaration.training)")
+    return make()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Note which runs the selected claims read (after -k and -m deselection): only those
+    are trained."""
+    needed: dict[str, None] = {}
+    for item in session.items:
+        for name in declared_runs(item):
+            try:
+                needed[run_named(_training(), name)] = None
+            except ValueError as error:
+                raise pytest.UsageError(f"{item.nodeid}: {error}") from None
+    session.config.stash[NEEDED_RUNS] = tuple(needed)
+
+
+@pytest.fixture(scope="session")
+def run_cache(
+    pytestconfig: pytest.Config, recipe: Any, tmp_path_factory: pytest.TempPathFactory
+) -> TrainedRuns:
+    """Every run the selected claims read, each trained at most once, and reused from
+    pytest's cache folder (`<name>-runs`) while nothing it depends on changed.
+
+    Under pytest-xdist the workers of one session share the store (the pattern xdist
+    documents for session fixtures that must run once) and train the missing runs between
+    them up front, each taking the next untrained run, longest first. Without pytest's cache
+    the workers share a folder of the session's temporary directory instead.
+    """
+    events = pytestconfig.stash[EVENTS]
+
+    def note(event: Event) -> None:
+        if event.what == REUSED:  # when and on what it was trained, for the summary
+            about = event.detail
+            kept = {"trained at": about.get("at"), "platform": about.get("platform")}
+            event = Event(event.what, event.kind, event.name, kept)
+        events.append(event)
+
+    folder = f"{declared().name}-{RUNS_FOLDER}"
+    worker = getattr(pytestconfig, "workerinput", None)
+    pytest_cache = getattr(pytestconfig, "cache", None)  # None under -p no:cacheprovider
+    if pytest_cache is not None:
+        store: Store | None = Store(pytest_cache.mkdir(folder))
+    elif worker is not None:
+        store = Store(tmp_path_factory.getbasetemp().parent / folder)
+    else:
+        store = None
+    runs = TrainedRuns(
+        _training(),
+        recipe,
+        where=lambda: process_platform(pytestconfig).cache_fields(),  # torch's facts: kept
+        store=store,
+        on_event=note,
+        session=session_id(pytestconfig),
+        recompute=settings(pytestconfig).recompute,
+        prepare=import_torch,
+    )
+    if worker is not None:
+        needed: tuple[str, ...] = pytestconfig.stash[NEEDED_RUNS]
+        runs.prefetch(needed)
+    return runs
+
+
+class DeclaredRuns:
+    """The runs one claim declared with `@pytest.mark.runs`, and no others; each read
+    checks the run's numbers (`Training.table`: its history) against their snapshot first."""
+
+    def __init__(self, request: pytest.FixtureRequest, runs: TrainedRuns) -> None:
+        self._request = request
+        self._runs = runs
+        self._names = declared_runs(request.node)
+        self._numbers = NumberSnapshots(
+            request, settings(request.config), fragility(request.config)
+        )
+        self._checked: set[str] = set()
+
+    def get(self, name: str) -> Any:
+        """The trained run `name`, its numbers verified."""
+        __tracebackhide__ = True
+        if name not in self._names:
+            raise pytest.UsageError(
+                f"{self._request.node.nodeid} reads run {name!r} without declaring it: "
+                f"add it to its @pytest.mark.runs({', '.join(map(repr, self._names))})"
+            )
+        run = self._runs.get(name)
+        if name not in self._checked:
+            # Deferred: the claim first quotes its readings, so that what moved with the
+            # run is said; it fails then (or at the end of its call) all the same.
+            self._numbers.check_table(self._runs.training.table(name, run), defer=True)
+            self._checked.add(name)
+        return run
+
+    def history(self, name: str) -> Table:
+        """The run's numbers as they are stored and plotted (verified)."""
+        return self._runs.training.table(name, self.get(name))
+
+
+@pytest.fixture
+def runs(request: pytest.FixtureRequest, run_cache: TrainedRuns) -> DeclaredRuns:
+    """The trained runs this claim declared with `@pytest.mark.runs(...)`."""
+    return DeclaredRuns(request, run_cache)
 
 
 # -- figures: checked, drawn or reused ------------------------------------------------------

@@ -52,7 +52,7 @@ from claimlog.evidence.verdicts import HELD, NEW, REFERENCE, Standing
 from claimlog.log.lines import LogLine, claimed_keys, line_number, log
 from claimlog.places import Places
 from claimlog.platform import TORCH_FACTS_FOLDER, Platform, torch_facts
-from claimlog.store import Event, Store
+from claimlog.store import Event, Store, TrainedRuns
 from claimlog.text.citations import Uncited
 from claimlog.text.documents import text_files
 from claimlog.transaction import Busy, Update
@@ -452,6 +452,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "evidence: the claim reads the sweep's own tables, so the sweep does not judge it per seed",
     )
+    config.addinivalue_line(
+        "markers",
+        "runs(*names): the trained runs this claim reads (the workshop's Declaration.training)",
+    )
     config.stash[EVENTS] = []
     threads = config.getoption("claimlog_torch_threads")
     if threads < 1:
@@ -601,10 +605,40 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
         return 0
     if narrowed(config) and runs_claims(config):
         return 0
-    warm = declared().warm
-    if only_claims(config) and warm is not None and warm(config):
+    if only_claims(config) and every_run_kept(config):
         return 0
     return None
+
+
+RUNS_FOLDER = "runs"  # a workshop's trained runs, in pytest's cache: "<name>-runs"
+
+
+def every_run_kept(config: pytest.Config) -> bool:
+    """Whether pytest's cache holds every run the workshop trains (`Declaration.training`)
+    for this code, recipe and platform, as far as can be told without importing torch (the
+    session itself checks each whole entry). A workshop that trains nothing: no."""
+    workshop = declared()
+    if workshop.training is None or workshop.recipe is None:
+        return False
+    if config.getoption("claimlog_recompute") or config.getoption("claimlog_strict_numbers"):
+        return False
+    if not config.pluginmanager.has_plugin("cacheprovider"):
+        return False
+    # Where pytest's Cache.mkdir(...) puts its folders; pytest_xdist_auto_num_workers runs
+    # before the cache plugin is configured.
+    cache = config.rootpath / config.getini("cache_dir") / "d"
+    facts = platform.kept_torch_facts(Store(cache / TORCH_FACTS_FOLDER))
+    if facts is None:
+        return False  # no session on this platform asked torch yet: none trained here either
+    where = Platform.here(config.getoption("claimlog_torch_threads"), facts).cache_fields()
+    training = workshop.training()
+    runs = TrainedRuns(
+        training,
+        workshop.recipe(seeds_given(config)),
+        where=lambda: where,
+        store=Store(cache / f"{workshop.name}-{RUNS_FOLDER}"),
+    )
+    return runs.kept() == set(training.names())
 
 
 def only_claims(config: pytest.Config) -> bool:
