@@ -1,4 +1,4 @@
-"""What this workshop's claims read: the recipe, the data, trained runs, computed results.
+"""What this workshop's claims read beside its trained runs: the recipe, the data, the facts.
 
 Everything expensive is computed once per session and handed out frozen: results are frozen
 dataclasses of floats, and a trained network is only ever given out as a fresh copy
@@ -6,13 +6,12 @@ dataclasses of floats, and a trained network is only ever given out as a fresh c
 cache folder under a key of everything it depends on, and reused by later sessions while
 nothing of it changes (`--recompute` computes everything again):
 
-- **runs** (`.pytest_cache/d/bnvg-runs`, `bnvg.experiment.runs`): a claim declares the
-  trained networks it reads (`@pytest.mark.runs("plain", ...)`), so only the selected claims'
-  runs are trained; under xdist the workers train them between them, into a folder they
-  share. Reading a run checks its whole history against the stored one first.
-- **computed results** (`bnvg-results`, a claimlog `Computed`): everything else that takes
-  torch (the S2 facts, the S3 starting weights, the S4 measurements, the at-init ratios, the
-  eval-bug demonstration), so a session that computes nothing imports no torch.
+- **computed results** (`bnvg-results`, claimlog's `computed`): everything that takes torch
+  but training (the S2 facts, the S3 starting weights, the S4 measurements, the at-init
+  ratios, the eval-bug demonstration), so a session that computes nothing imports no torch;
+- **trained runs** are claimlog's `runs` fixture (`.pytest_cache/d/bnvg-runs`): a claim
+  declares those it reads (`@pytest.mark.runs("plain", ...)`), and claimlog trains and keeps
+  them as this workshop declares them (`bnvg.experiment.runs.TRAINING`).
 
 A pytest plugin of the workshop's, registered by claimlog (`bnvg.workshop`). The imports that
 reach torch sit inside the fixtures.

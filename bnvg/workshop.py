@@ -24,14 +24,13 @@ def _log() -> Any:
     return log()
 
 
-def _what_runs_depend_on() -> list[tuple[Path, str] | str]:
-    """What every claim that reads trained runs depends on beyond its code: the code that
-    trains one, and every run's spec."""
+def _every_runs_spec() -> list[tuple[Path, str] | str]:
+    """What every claim that reads trained runs depends on beyond the code claimlog slices
+    for it (the workshop's `Training`, and the training and data it reaches): every run's
+    spec, as its values print."""
     from bnvg.experiment.runs import RUNS
 
-    return [(PACKAGE / "experiment" / "train.py", "train_run")] + [
-        f"{name}: {spec!r}" for name, spec in RUNS.items()
-    ]
+    return [f"{name}: {spec!r}" for name, spec in RUNS.items()]
 
 
 def _recipe(seeds: Mapping[str, int | None]) -> Any:
@@ -56,7 +55,7 @@ DECLARATION = Declaration(
     # through it every claim would read S2's CHECK_LOGIT) nor how a figure is drawn.
     computing=(PACKAGE / "experiment", PACKAGE / "figures" / "series.py"),
     quoting=(PACKAGE / "log" / "fill.py",),
-    key_parts={"runs": _what_runs_depend_on},
+    key_parts={"runs": _every_runs_spec},
     recipe=_recipe,
     seeds={
         "sampler": ("minibatch order", "minibatch orders", "minibatch orders"),

@@ -39,7 +39,9 @@ class Training(Protocol):
     cache under a key of what its numbers depend on (`inputs`) and the platform; under
     pytest-xdist the workers train the missing runs between them, longest first (`cost`).
     A run's description is read without importing torch: a session that finds every run
-    kept runs in one process, and never imports torch to read a history.
+    kept runs in one process, and never imports torch to read a history. A claim's evidence
+    key includes this class's code, and all it reaches (the training, the data), for every
+    claim that reads runs.
     """
 
     def names(self) -> Sequence[str]:
@@ -48,7 +50,8 @@ class Training(Protocol):
 
     def inputs(self, name: str, recipe: Any) -> Mapping[str, str]:
         """What the run's numbers depend on beside the platform (its code, its settings, the
-        recipe), told without torch: the run is trained again when any of it changes."""
+        recipe), as strings, told without torch: the run is trained again when any of it
+        changes."""
         ...
 
     def cost(self, name: str, recipe: Any) -> float:
@@ -56,7 +59,9 @@ class Training(Protocol):
         ...
 
     def train(self, name: str, recipe: Any, key: str) -> Any:
-        """The run, trained now (`key`: its key in the cache, for the run to carry)."""
+        """The run, trained now. `key` is its key in the cache ("" without one): a run that
+        carries it as `run.key` is known by it when a figure is drawn from it, so the figure
+        is drawn again only when the run changed."""
         ...
 
     def encode(self, run: Any) -> bytes:
@@ -64,11 +69,11 @@ class Training(Protocol):
         ...
 
     def describe(self, run: Any) -> Mapping[str, Any]:
-        """The run's description as JSON (its history): read without torch."""
+        """The run's description, JSON (its history): read without torch."""
         ...
 
     def decode(self, name: str, content: bytes, description: Mapping[str, Any], key: str) -> Any:
-        """The run back from what `encode` and `describe` kept, bit for bit."""
+        """The run back from what `encode` and `describe` made of it, bit for bit."""
         ...
 
     def table(self, name: str, run: Any) -> Table:

@@ -103,12 +103,18 @@ def code_keys_at(definitions: Sequence[tuple[Path, str]], roots: Iterable[Path])
 
 def _key_at(file: Path, qualname: str, project: _Project) -> str:
     file = file.resolve()
+    return digest(*sorted(_slice_at(file, module_name(file), qualname, project)))
+
+
+def module_name(file: Path) -> str:
+    """The dotted name a file is imported by, up to its top package (a claims module, in no
+    package: its stem)."""
     names = [file.stem] if file.name != "__init__.py" else []
     folder = file.parent
-    while (folder / "__init__.py").exists():  # the dotted name: up to the top package
+    while (folder / "__init__.py").exists():
         names.insert(0, folder.name)
         folder = folder.parent
-    return digest(*sorted(_slice_at(file, ".".join(names), qualname, project)))
+    return ".".join(names)
 
 
 def _slice_names(function: Callable[..., Any], roots: Iterable[Path] | None = None) -> set[str]:
@@ -672,7 +678,7 @@ class Memo:
 
 
 # -- trained runs: a workshop's networks, each trained at most once -------------------------
-def run_named(training: Training, name: str) -> str:
+def known_run(training: Training, name: str) -> str:
     """`name`, if `training` has a run of that name; else a ValueError listing the valid names."""
     names = training.names()
     if name not in names:
@@ -691,9 +697,9 @@ class TrainedRuns:
     the recipe) and `where` (`claimlog.platform.Platform.cache_fields`: torch, the kernels,
     the threads, the CPU). Change any of them and no entry has the key: the run is trained
     again. The entry's description holds the run's own (`Training.describe`: its history)
-    beside those inputs, so that `kept` tells which runs are there without torch. `session`
-    and `recompute` are the `Memo`'s; `prepare` runs before the first training (the engine
-    imports torch with the session's thread count there).
+    beside those inputs, so that `kept_names` tells which runs are there without torch.
+    `session` and `recompute` are the `Memo`'s; `prepare` runs before the first training (the
+    engine imports torch with the session's thread count there).
     """
 
     def __init__(
@@ -731,15 +737,16 @@ class TrainedRuns:
             self._where = dict(self._where_of())
         return self._where
 
-    def inputs(self, name: str) -> dict[str, str]:
-        """Everything the run's numbers depend on."""
-        return {**self.training.inputs(name, self.recipe), **self.where}
+    def inputs(self, name: str) -> dict[str, dict[str, str]]:
+        """Everything the run's numbers depend on: the workshop's inputs and the platform,
+        apart (a workshop's input may share a name with a platform field)."""
+        return {"run": dict(self.training.inputs(name, self.recipe)), "platform": self.where}
 
     def key(self, name: str) -> str:
         """The key of the run's entry: a digest of everything its numbers depend on."""
         return digest(json.dumps(self.inputs(name), sort_keys=True))
 
-    def kept(self) -> set[str]:
+    def kept_names(self) -> set[str]:
         """The names of the runs whose entries the store holds for these inputs: a cheap look,
         without torch, at what a session would reuse (reading one checks its whole entry)."""
         if self.memo.store is None:
@@ -757,8 +764,8 @@ class TrainedRuns:
     def get(self, name: str) -> Any:
         """The run `name`: kept from before, or trained now (waiting for a process that is
         training it)."""
-        if run_named(self.training, name) not in self._done:
-            self._done[name] = self._kept(name, wait=True)
+        if known_run(self.training, name) not in self._done:
+            self._done[name] = self._load_or_train(name, wait=True)
         return self._done[name]
 
     def prefetch(self, names: Sequence[str]) -> None:
@@ -774,7 +781,7 @@ class TrainedRuns:
         for name in sorted(names, key=lambda n: -self.training.cost(n, self.recipe)):
             try:
                 # None: another process is training it.
-                run = self._kept(run_named(self.training, name), wait=False)
+                run = self._load_or_train(known_run(self.training, name), wait=False)
             except Exception:
                 # A run that cannot be trained fails the claims that read it, when they ask
                 # for it, exactly as in one process: never the session fixture that
@@ -783,7 +790,7 @@ class TrainedRuns:
             if run is not None:
                 self._done[name] = run
 
-    def _kept(self, name: str, wait: bool) -> Any:
+    def _load_or_train(self, name: str, wait: bool) -> Any:
         key = self.key(name) if self.memo.store is not None else ""
 
         def train() -> Any:
@@ -795,11 +802,11 @@ class TrainedRuns:
             key,
             train,
             encode=self.training.encode,
-            decode=lambda entry: self.training.decode(name, entry.content, entry.about, key),
+            decode=lambda entry: self.training.decode(name, entry.content, entry.about["run"], key),
             about=lambda run: {
                 "inputs": self.inputs(name),
-                "platform": self.where,
-                **self.training.describe(run),
+                "platform": self.where,  # for the summary: where a reused run was trained
+                "run": dict(self.training.describe(run)),
             },
             wait=wait,
         )

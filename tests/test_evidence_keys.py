@@ -87,6 +87,11 @@ EDITS = {
         "        opt.step()",
         "        opt.step()\n        pass",
     ),
+    "the data": (
+        "bnvg/experiment/data.py",
+        "    X, y = X[perm], y[perm]",
+        "    X, y = X[perm], y[perm]\n    pass",
+    ),
 }
 
 
@@ -133,6 +138,13 @@ def test_a_claims_bound_is_its_own_key(changed):
 
 def test_a_comment_a_docstring_or_a_line_break_changes_no_key(changed):
     assert changed["a docstring"] == changed["a comment"] == changed["a line break"] == []
+
+
+def test_the_data_is_read_by_every_claim_of_a_trained_run(changed):
+    """A run trains on the data: claimlog's `runs` fixture reaches the workshop's Training,
+    and through it the data set, though no claim that reads runs calls `two_moons`."""
+    edited = changed["the data"]
+    assert all(c in edited for c in (EVAL_BUG, DIVERGES, BATCH_NORM_REACHES))
 
 
 def test_the_sgd_loop_is_read_by_every_claim_of_a_trained_run_and_no_other(changed):
@@ -234,3 +246,31 @@ def test_the_committed_evidence_is_keyed_by_this_checkouts_claims():
     assert stale == [], f"stale evidence of {stale}: run python -m bnvg.sweep"
     store = FragmentStore(places.fragments, keys)
     assert store.stale_claims() == {}
+
+
+def test_the_keys_are_kept_in_pytest_cache_for_every_process_while_no_file_changes(
+    tmp_path, monkeypatch
+):
+    """Slicing the code costs each claims session about half a second; a session finds the
+    keys an earlier one kept (in pytest's cache), and an edit that moves a key is sliced anew."""
+    import claimlog.evidence.fragments as fragments
+    from claimlog.store import Store
+
+    project = scratch_copy(ROOT, tmp_path / "project")
+    kept = Store(tmp_path / "cache")
+    sliced = claim_keys(Places(project), kept)
+    assert sliced == claim_keys(Places(ROOT))  # where the project lies changes no key
+
+    def no_slicing(*args):
+        raise AssertionError("the keys were sliced again")
+
+    monkeypatch.setattr(fragments, "_claim_keys", no_slicing)
+    assert claim_keys(Places(project), kept) == sliced  # read back, as another process would
+
+    claims = project / "claims" / "test_s2_sigmoid_and_loss.py"
+    claims.write_text(claims.read_text().replace("about(0.0177)", "about(0.018)", 1))
+    with pytest.raises(AssertionError, match="sliced again"):
+        claim_keys(Places(project), kept)
+    monkeypatch.undo()
+    edited = claim_keys(Places(project), kept)
+    assert sorted(c for c in sliced if edited[c] != sliced[c]) == [SATURATED]

@@ -128,9 +128,12 @@ def test_a_store_tells_without_torch_which_runs_it_keeps(tmp_path):
     """What a session checks before it starts workers: kept for this recipe and platform."""
     store = Store(tmp_path)
     trained_runs(store=store, session="a").get("plain")
-    assert trained_runs(store=store).kept() == {"plain"}
-    assert trained_runs(Workshop(steps=61), store=store).kept() == set()
-    assert trained_runs(store=store, where=lambda: {**here(), "torch threads": "3"}).kept() == set()
+    assert trained_runs(store=store).kept_names() == {"plain"}
+    assert trained_runs(Workshop(steps=61), store=store).kept_names() == set()
+    assert (
+        trained_runs(store=store, where=lambda: {**here(), "torch threads": "3"}).kept_names()
+        == set()
+    )
 
 
 @pytest.mark.parametrize(

@@ -42,7 +42,7 @@ from typing import Any
 from bnvg.experiment.config import DEEP_DEPTH, WORKSHOP, NetSpec, RunSpec, Workshop
 from bnvg.experiment.data import two_moons
 from bnvg.experiment.results import History, TrainedRun
-from claimlog import Table
+from claimlog import Table, Training
 
 EXPERIMENT = Path(__file__).resolve().parent
 # The modules a training run executes; editing any other (the eval bug, the figures' data)
@@ -215,9 +215,9 @@ def _weights(content: bytes) -> Callable[[], Mapping[str, Any]]:
     return load
 
 
-class Training:
-    """The workshop's runs, declared to claimlog (`claimlog.declaration.Training`): it trains
-    each at most once and keeps it in pytest's cache under `run_inputs` and the platform.
+class Runs(Training):
+    """The workshop's runs, declared to claimlog (`claimlog.Training`): it trains each at most
+    once and keeps it in pytest's cache under `run_inputs` and the platform.
 
     A run's history is kept in its entry's description and its weights in the content,
     loaded when a claim first asks for the network, so a session that reads only histories
@@ -261,4 +261,4 @@ class Training:
         return history_table(name, run.history)
 
 
-TRAINING = Training()
+TRAINING = Runs()

@@ -34,7 +34,9 @@ from __future__ import annotations
 import ast
 import gzip
 import importlib.util
+import inspect
 import json
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -46,7 +48,17 @@ from claimlog.evidence.record import Record
 from claimlog.log.readings import Reading
 from claimlog.places import Places
 from claimlog.platform import Platform
-from claimlog.store import code_keys_at, digest, python_files, replacing
+from claimlog.store import (
+    Memo,
+    Store,
+    code_key,
+    code_keys_at,
+    digest,
+    module_name,
+    python_files,
+    replacing,
+    source_digest,
+)
 
 # 4: a key per claim, the owner of each reading and the checkers of each table (3 named one
 # fingerprint of the whole experiment: no part of it can be told fresh, so it is stale)
@@ -370,11 +382,12 @@ SHOWN = 12  # hex digits shown to people: enough to tell two keys apart
 READINGS = Path(__file__).resolve().parent.parent / "log" / "readings.py"
 
 
-def claim_keys(places: Places) -> dict[str, str]:
+def claim_keys(places: Places, kept: Store | None = None) -> dict[str, str]:
     """Each claim of the project at `places` ("claims/test_s2_....py::test_x"), but those
     marked `evidence` (which read the sweep's tables and are no evidence themselves), with its
     key (see the module): read from the source, without importing a claim or torch; once per
-    process while no file it reads changes.
+    process while no file it reads changes, and, given a store (`kept`: in pytest's cache),
+    once for all processes while no file it reads (nor the slicing itself) changes.
 
     Where the code is sliced is the workshop's to say (`Declaration.computing`): its
     experiment, how its results become readings, what a figure plots. The slice stops at the
@@ -388,7 +401,51 @@ def claim_keys(places: Places) -> dict[str, str]:
     files = sorted({*claims.glob("*.py"), *plugins, *python_files(roots)})
     state = tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files)
     parts = tuple(sorted(workshop.key_parts.items()))
-    return dict(_claim_keys(claims, roots, plugins, state, parts))
+    training = _training_code(workshop.training)
+    if kept is None:
+        return dict(_claim_keys(claims, roots, plugins, state, parts, training))
+
+    # Slicing costs about half a second a process; reading what it reads costs milliseconds.
+    # The keys depend on the files' contents and module names alone, not where they lie: a
+    # scratch copy of the project finds them too. So does the digest of what is sliced (by
+    # name and content) and how: the engine's slicing code, and the Python that parses it.
+    def as_sliced(file: Path) -> list[str]:
+        return [module_name(file), digest(file.read_bytes())]
+
+    sliced = {
+        "files": sorted(as_sliced(f) for f in files),
+        "declared": [
+            [name, *as_sliced(made[0]), made[1]] if isinstance(made, tuple) else [name, made]
+            for name, declare in parts
+            for made in declare()
+        ],
+        "training": [[*as_sliced(file), qualname] for file, qualname in training],
+        "slicing": source_digest([Path(__file__), Path(inspect.getfile(code_key))]),
+        "python": sys.version,
+    }
+    inputs = digest(json.dumps(sliced))
+    found: dict[str, str] | None = Memo(kept, "claim keys").get(
+        "claim keys",
+        inputs,
+        lambda: dict(_claim_keys(claims, roots, plugins, state, parts, training)),
+        encode=lambda keys: json.dumps(keys, sort_keys=True).encode(),
+        decode=lambda entry: json.loads(entry.content),
+    )
+    assert found is not None  # waiting for the lock always gives the keys
+    return found
+
+
+# The engine's fixture that hands a claim its trained runs (`claimlog.plugin.fixtures.runs`).
+RUNS_FIXTURE = "runs"
+
+
+def _training_code(training: Callable[[], Any] | None) -> tuple[tuple[Path, str], ...]:
+    """Where the workshop's `Training` is defined: every claim that reads runs reaches it, and
+    through it the training and the data (read without importing torch)."""
+    if training is None:
+        return ()
+    kind = type(training())
+    return ((Path(inspect.getfile(kind)).resolve(), kind.__qualname__),)
 
 
 def _plugin_files(modules: Sequence[str]) -> tuple[Path, ...]:
@@ -409,6 +466,7 @@ def _claim_keys(
     plugins: tuple[Path, ...],
     state: tuple[tuple[str, int, int], ...],
     declared_parts: tuple[tuple[str, Callable[[], Sequence[KeyPart]]], ...],
+    training: tuple[tuple[Path, str], ...],
 ) -> tuple[tuple[str, str], ...]:
     key_parts = dict(declared_parts)
     fixtures = {name: path for path in plugins for name in _fixtures(path)}
@@ -439,7 +497,9 @@ def _claim_keys(
                     pending += [a.arg for a in here[name].args.args]
                 elif name in fixtures:
                     parts.append((fixtures[name], name))
-            for name in sorted(seen & key_parts.keys()):  # the runs: their training, each spec
+            if RUNS_FIXTURE in seen:  # the workshop's Training, and what it reaches
+                parts += training
+            for name in sorted(seen & key_parts.keys()):  # what a fixture declares beyond it
                 parts += key_parts[name]()
             wanted[f"claims/{module.name}::{node.name}"] = parts
     definitions = sorted({p for parts in wanted.values() for p in parts if isinstance(p, tuple)})

@@ -11,7 +11,8 @@ imported), then registers its six modules and the workshop's own plugins:
   stands with the evidence (reference, held, new);
 - `quoting`: `quoted`, a claim's readings and lines checked against the two snapshot
   libraries (pytest-regressions' numbers, syrupy's text), then handed to the log;
-- `fixtures`: what every workshop's claims read: `quoted`, `figure`, the evidence;
+- `fixtures`: what every workshop's claims read: `quoted`, `figure`, `runs`, `computed`,
+  the evidence;
 - `outcomes` (no hooks): what the controller learns of each claim from its reports, and the
   log the passing claims verify; read by `session` and `reports`;
 - `session`: the controller, which learns every claim's outcome from the test reports and

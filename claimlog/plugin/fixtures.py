@@ -40,7 +40,7 @@ from claimlog.evidence.tables import Table
 from claimlog.platform import import_torch
 from claimlog.plugin.options import (
     EVENTS,
-    RUNS_FOLDER,
+    RUNS_CACHE,
     TITLE,
     UPDATE_COMMAND,
     channel,
@@ -62,9 +62,9 @@ from claimlog.store import (
     Store,
     TrainedRuns,
     digest,
+    known_run,
     python_files,
     replacing,
-    run_named,
     source_digest,
 )
 
@@ -246,7 +246,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     for item in session.items:
         for name in declared_runs(item):
             try:
-                needed[run_named(_training(), name)] = None
+                needed[known_run(_training(), name)] = None
             except ValueError as error:
                 raise pytest.UsageError(f"{item.nodeid}: {error}") from None
     session.config.stash[NEEDED_RUNS] = tuple(needed)
@@ -273,7 +273,7 @@ def run_cache(
             event = Event(event.what, event.kind, event.name, kept)
         events.append(event)
 
-    folder = f"{declared().name}-{RUNS_FOLDER}"
+    folder = f"{declared().name}-{RUNS_CACHE}"
     worker = getattr(pytestconfig, "workerinput", None)
     pytest_cache = getattr(pytestconfig, "cache", None)  # None under -p no:cacheprovider
     if pytest_cache is not None:
@@ -346,9 +346,9 @@ RENDERER = (metadata.version("matplotlib"), platform.python_version(), platform.
 
 def fingerprint(value: Any) -> list[bytes | str]:
     """What a figure's input is, as bytes: tables and arrays by content, networks by their
-    weights, a stored result by its key (`key`, with its `network()`: a trained run's key in
-    its store names everything its weights depend on), containers by their items, anything
-    else by its repr."""
+    weights, a trained run by its `key` (`Training.train`: its key in the cache names
+    everything its numbers depend on), containers by their items, anything else by its
+    repr."""
     if isinstance(value, Table):
         parts: list[bytes | str] = [value.name, value.index_name, repr(value.index)]
         for column, values in value.columns.items():
@@ -357,9 +357,11 @@ def fingerprint(value: Any) -> list[bytes | str]:
         return parts
     if isinstance(value, np.ndarray):
         return [str(value.dtype), repr(value.shape), np.ascontiguousarray(value).tobytes()]
-    if callable(getattr(value, "network", None)) and hasattr(value, "key"):
-        # A trained run: the same run key, the same weights.
-        return ["run", value.key] if value.key else fingerprint(value.network())
+    key = getattr(value, "key", None)
+    if isinstance(key, str) and key:  # a trained run: the same run key, the same weights
+        return ["run", key]
+    if callable(getattr(value, "network", None)):  # a run kept nowhere: its network's weights
+        return fingerprint(value.network())
     if hasattr(value, "state_dict"):  # a network: its weights and buffers decide what it draws
         return [
             part

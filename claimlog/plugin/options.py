@@ -8,8 +8,8 @@
   machine its own kernels. xdist workers and the sessions the sweep starts inherit the
   settings through the environment. Another experiment (a seed option: --sampler-seed) writes
   its log and figures into pytest's cache folder, never into captures/ or diagrams/.
-- **Markers**: `log_lines` (the lines a claim owns), `evidence` (it reads the sweep's own
-  tables); a workshop's plugins add their own (bnvg's `runs`). A suite in which a log line
+- **Markers**: `log_lines` (the lines a claim owns), `runs` (the trained runs it reads),
+  `evidence` (it reads the sweep's own tables). A suite in which a log line
   has an unknown name or two owners is refused before anything runs; citations run last,
   because they read the log the claims before them verified.
 - **The channel**: a claim's evidence rides on its report as `report.claimlog`, a list of named
@@ -512,7 +512,7 @@ def pytest_configure(config: pytest.Config) -> None:
         native_kernels=native,
         kernels=origins,
         seeds=seeds_given(config),
-        keys=claim_keys(places),
+        keys=_evidence_keys(config, places),
         workshop_text=workshop,
         claims_report=_path(config.getoption("claimlog_claims_report")),
         record=_path(config.getoption("claimlog_record")),
@@ -610,7 +610,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     return None
 
 
-RUNS_FOLDER = "runs"  # a workshop's trained runs, in pytest's cache: "<name>-runs"
+RUNS_CACHE = "runs"  # a workshop's trained runs, in pytest's cache: "<name>-runs"
 
 
 def every_run_kept(config: pytest.Config) -> bool:
@@ -624,10 +624,7 @@ def every_run_kept(config: pytest.Config) -> bool:
         return False
     if not config.pluginmanager.has_plugin("cacheprovider"):
         return False
-    # Where pytest's Cache.mkdir(...) puts its folders; pytest_xdist_auto_num_workers runs
-    # before the cache plugin is configured.
-    cache = config.rootpath / config.getini("cache_dir") / "d"
-    facts = platform.kept_torch_facts(Store(cache / TORCH_FACTS_FOLDER))
+    facts = platform.kept_torch_facts(Store(_pytest_cache(config) / TORCH_FACTS_FOLDER))
     if facts is None:
         return False  # no session on this platform asked torch yet: none trained here either
     where = Platform.here(config.getoption("claimlog_torch_threads"), facts).cache_fields()
@@ -636,9 +633,52 @@ def every_run_kept(config: pytest.Config) -> bool:
         training,
         workshop.recipe(seeds_given(config)),
         where=lambda: where,
-        store=Store(cache / f"{workshop.name}-{RUNS_FOLDER}"),
+        store=_kept_in_pytest_cache(config, RUNS_CACHE),
     )
-    return runs.kept() == set(training.names())
+    return runs.kept_names() == set(training.names())
+
+
+def _pytest_cache(config: pytest.Config) -> Path:
+    """Where pytest's Cache.mkdir(...) puts its folders, known before the cache plugin is
+    configured (pytest_xdist_auto_num_workers and this plugin's pytest_configure run first)."""
+    return config.rootpath / str(config.getini("cache_dir")) / "d"
+
+
+def _kept_in_pytest_cache(config: pytest.Config, what: str) -> Store | None:
+    """The workshop's store of `what` in pytest's cache ("<name>-<what>"), where pytest has
+    made its cache folder already (with its .gitignore); None under `-p no:cacheprovider`."""
+    if not config.pluginmanager.has_plugin("cacheprovider"):
+        return None
+    folder = _pytest_cache(config)
+    if not folder.parent.is_dir():
+        return None
+    return Store(folder / f"{declared().name}-{what}")
+
+
+CLAIM_KEYS_CACHE = "claim-keys"  # each claim's evidence key, in pytest's cache
+
+
+def _evidence_keys(config: pytest.Config, places: Places) -> dict[str, str]:
+    """Each claim's evidence key, found in pytest's cache where an earlier session (or
+    process of this one) kept them: slicing the code costs half a second a process."""
+    try:
+        return claim_keys(places, kept=_kept_in_pytest_cache(config, CLAIM_KEYS_CACHE))
+    except OSError:  # a cache this process cannot write: slice, as without one
+        return claim_keys(places)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Keep the claims' keys for the next session, now that pytest's cache plugin has made
+    its folder (the first session of a checkout sliced them before it existed)."""
+    config = session.config
+    cache = getattr(config, "cache", None)
+    if cache is None or SETTINGS not in config.stash:
+        return
+    try:
+        store = Store(cache.mkdir(f"{declared().name}-{CLAIM_KEYS_CACHE}"))
+        claim_keys(settings(config).places, kept=store)  # sliced in this process already
+    except OSError:
+        pass  # an unwritable cache: the next session slices again
 
 
 def only_claims(config: pytest.Config) -> bool:
