@@ -401,6 +401,23 @@ def _parsed(text: bytes, package: str) -> _Source:
     )
 
 
+def _dumped(node: Any) -> str:
+    """Code as the keys read it: `ast.dump` without line numbers (the same code anywhere in
+    the file dumps the same), and the same on every Python from 3.11. A field that is empty
+    (None, []) is left out: 3.13's `ast.dump` leaves those out, and 3.12 adds new ones
+    (`type_params`), so `ast.dump` itself gives each Python other keys."""
+    if isinstance(node, ast.AST):
+        fields = ", ".join(
+            f"{name}={_dumped(value)}"
+            for name, value in ast.iter_fields(node)
+            if value is not None and value != []
+        )
+        return f"{type(node).__name__}({fields})"
+    if isinstance(node, list):
+        return "[" + ", ".join(_dumped(item) for item in node) + "]"
+    return repr(node)
+
+
 def _is_docstring(statement: ast.stmt) -> bool:
     return (
         isinstance(statement, ast.Expr)
@@ -410,8 +427,7 @@ def _is_docstring(statement: ast.stmt) -> bool:
 
 
 def _code(statement: ast.stmt, guards: tuple[ast.expr, ...]) -> _Code:
-    # ast.dump leaves out line numbers: the same code anywhere in the file dumps the same.
-    dump = "\n".join([ast.dump(statement), *(f"if {ast.dump(guard)}" for guard in guards)])
+    dump = "\n".join([_dumped(statement), *(f"if {_dumped(guard)}" for guard in guards)])
     uses = {chain for node in (statement, *guards) for chain in _references(node)}
     imports: dict[str, list[_Import]] = {}
     for node in ast.walk(statement):

@@ -408,7 +408,8 @@ def claim_keys(places: Places, kept: Store | None = None) -> dict[str, str]:
     # Slicing costs about half a second a process; reading what it reads costs milliseconds.
     # The keys depend on the files' contents and module names alone, not where they lie: a
     # scratch copy of the project finds them too. So does the digest of what is sliced (by
-    # name and content) and how: the engine's slicing code, and the Python that parses it.
+    # name and content) and how: the engine's slicing code, and the Python that parses it
+    # (the keys are the same from 3.11 on, but a new Python's parser may read code anew).
     def as_sliced(file: Path) -> list[str]:
         return [module_name(file), digest(file.read_bytes())]
 
