@@ -43,8 +43,10 @@ from claimlog.plugin.options import (
     RUNS_CACHE,
     TITLE,
     UPDATE_COMMAND,
+    cache_folder,
     channel,
     fragility,
+    kept_in_pytest_cache,
     owned_keys,
     process_facts,
     process_platform,
@@ -194,11 +196,8 @@ def computed(pytestconfig: pytest.Config, recipe: Any) -> Computed:
     cache (`<name>-results`) under a key of everything it depends on: the workshop's code
     (`Declaration.computing`), its recipe under this session's seeds and the platform."""
     workshop = declared()
-    pytest_cache = getattr(pytestconfig, "cache", None)
-    folder = f"{workshop.name}-results"
-    store = Store(pytest_cache.mkdir(folder)) if pytest_cache is not None else None
     memo = Memo(
-        store,
+        kept_in_pytest_cache(pytestconfig, "results"),
         "result",
         recompute=settings(pytestconfig).recompute,
         session=session_id(pytestconfig),
@@ -273,15 +272,10 @@ def run_cache(
             event = Event(event.what, event.kind, event.name, kept)
         events.append(event)
 
-    folder = f"{declared().name}-{RUNS_CACHE}"
     worker = getattr(pytestconfig, "workerinput", None)
-    pytest_cache = getattr(pytestconfig, "cache", None)  # None under -p no:cacheprovider
-    if pytest_cache is not None:
-        store: Store | None = Store(pytest_cache.mkdir(folder))
-    elif worker is not None:
-        store = Store(tmp_path_factory.getbasetemp().parent / folder)
-    else:
-        store = None
+    store = kept_in_pytest_cache(pytestconfig, RUNS_CACHE)
+    if store is None and worker is not None:
+        store = Store(tmp_path_factory.getbasetemp().parent / cache_folder(RUNS_CACHE))
     runs = TrainedRuns(
         _training(),
         recipe,
@@ -476,11 +470,8 @@ def diagrams_dir(pytestconfig: pytest.Config) -> Path:
 @pytest.fixture(scope="session")
 def drawings(pytestconfig: pytest.Config) -> Memo:
     """Drawings kept in pytest's cache folder (drawn every time under -p no:cacheprovider)."""
-    pytest_cache = getattr(pytestconfig, "cache", None)
-    folder = f"{declared().name}-figures"
-    store = Store(pytest_cache.mkdir(folder)) if pytest_cache is not None else None
     return Memo(
-        store,
+        kept_in_pytest_cache(pytestconfig, "figures"),
         "figure",
         recompute=settings(pytestconfig).recompute,
         session=session_id(pytestconfig),

@@ -633,7 +633,7 @@ def every_run_kept(config: pytest.Config) -> bool:
         training,
         workshop.recipe(seeds_given(config)),
         where=lambda: where,
-        store=_kept_in_pytest_cache(config, RUNS_CACHE),
+        store=_kept_before_the_cache_plugin(config, RUNS_CACHE),
     )
     return runs.kept_names() == set(training.names())
 
@@ -644,15 +644,27 @@ def _pytest_cache(config: pytest.Config) -> Path:
     return config.rootpath / str(config.getini("cache_dir")) / "d"
 
 
-def _kept_in_pytest_cache(config: pytest.Config, what: str) -> Store | None:
-    """The workshop's store of `what` in pytest's cache ("<name>-<what>"), where pytest has
-    made its cache folder already (with its .gitignore); None under `-p no:cacheprovider`."""
+def cache_folder(what: str) -> str:
+    """The name of the workshop's folder of `what` in pytest's cache: "bnvg-runs"."""
+    return f"{declared().name}-{what}"
+
+
+def kept_in_pytest_cache(config: pytest.Config, what: str) -> Store | None:
+    """The workshop's store of `what` in pytest's cache (`cache_folder`), made by pytest's
+    cache plugin; None under `-p no:cacheprovider`."""
+    cache = getattr(config, "cache", None)
+    return Store(cache.mkdir(cache_folder(what))) if cache is not None else None
+
+
+def _kept_before_the_cache_plugin(config: pytest.Config, what: str) -> Store | None:
+    """`kept_in_pytest_cache`, before the cache plugin is configured: only where pytest has
+    made its cache folder already (with its .gitignore)."""
     if not config.pluginmanager.has_plugin("cacheprovider"):
         return None
     folder = _pytest_cache(config)
     if not folder.parent.is_dir():
         return None
-    return Store(folder / f"{declared().name}-{what}")
+    return Store(folder / cache_folder(what))
 
 
 CLAIM_KEYS_CACHE = "claim-keys"  # each claim's evidence key, in pytest's cache
@@ -662,7 +674,7 @@ def _evidence_keys(config: pytest.Config, places: Places) -> dict[str, str]:
     """Each claim's evidence key, found in pytest's cache where an earlier session (or
     process of this one) kept them: slicing the code costs half a second a process."""
     try:
-        return claim_keys(places, kept=_kept_in_pytest_cache(config, CLAIM_KEYS_CACHE))
+        return claim_keys(places, kept=_kept_before_the_cache_plugin(config, CLAIM_KEYS_CACHE))
     except OSError:  # a cache this process cannot write: slice, as without one
         return claim_keys(places)
 
@@ -671,12 +683,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """Keep the claims' keys for the next session, now that pytest's cache plugin has made
     its folder (the first session of a checkout sliced them before it existed)."""
     config = session.config
-    cache = getattr(config, "cache", None)
-    if cache is None or SETTINGS not in config.stash:
+    if SETTINGS not in config.stash:
         return
     try:
-        store = Store(cache.mkdir(f"{declared().name}-{CLAIM_KEYS_CACHE}"))
-        claim_keys(settings(config).places, kept=store)  # sliced in this process already
+        store = kept_in_pytest_cache(config, CLAIM_KEYS_CACHE)
+        if store is not None:
+            claim_keys(settings(config).places, kept=store)  # sliced in this process already
     except OSError:
         pass  # an unwritable cache: the next session slices again
 
