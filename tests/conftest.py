@@ -11,14 +11,22 @@ import time
 from html.parser import HTMLParser
 from pathlib import Path
 
+import matplotlib
 import pytest
-
-# pytester's in-process runs put sys.modules back as they found it, and torch, an extension
-# module, cannot be imported a second time in one process: so this session imports it before
-# any of them (the claims import torch only when they compute).
 import torch
 
 from claimlog.runner import ClaimsRun, claims_command, environment, run_claims, scratch_copy
+
+# pytester's in-process runs put sys.modules back as they found it. torch, an extension
+# module, cannot be imported a second time in one process; the libraries the claims' sessions
+# import only when they need them (matplotlib to draw, pandas for pytest-regressions' files
+# under --snapshot-update, nbclient to run a notebook) would be imported again by every run
+# that does, matplotlib building its font cache from nothing in that run's HOME (the test's
+# folder) each time: a second or two a run. So this session imports them all once, before
+# any run (matplotlib under Agg, as the workshop's drawing module selects it: files only).
+matplotlib.use("Agg")
+for _library in ("matplotlib.pyplot", "pandas", "nbclient"):
+    importlib.import_module(_library)
 
 pytest_plugins = ["pytester"]
 
