@@ -152,7 +152,9 @@ def sweep(args: argparse.Namespace) -> int:
                     running.enter_context(dask.config.set(cluster.reference_environment()))
                     local = running.enter_context(
                         LocalCluster(
-                            n_workers=args.workers,
+                            # No more workers than jobs: each starts a Python that
+                            # imports torch, for nothing if no job is left for it.
+                            n_workers=min(args.workers, len(jobs)),
                             threads_per_worker=1,
                             processes=True,
                             dashboard_address=None,

@@ -210,10 +210,11 @@ def run(
     """Run `jobs` (at least one), writing each fragment as it arrives; return the names of
     those that failed."""
     already = total - len(jobs)
+    workers = len(client.scheduler_info()["workers"])
     say(
         f"{len(jobs)} of {total} jobs to run"
         + (f" ({already} fragments already there)" if already else "")
-        + f", on {len(client.scheduler_info()['workers'])} workers"
+        + f", on {workers} worker{'s' if workers != 1 else ''}"
     )
     shared = client.scatter(project, broadcast=True)
     session = uuid.uuid4().hex[:8]
