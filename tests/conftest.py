@@ -215,6 +215,15 @@ def _the_long_runs_start_with_the_session(request, shared_folder, _kept_script_l
             _start_the_long_run_once(shared_folder, name)
 
 
+# How long each test took when it last ran, in seconds, kept in pytest's cache by the
+# session's controller: the order the next session deals its tests in.
+DURATIONS = "bnvg-tests/durations"
+# A test that took less is dealt in its place, whatever it took: the quick ones keep their
+# order (pytest-randomly's shuffle, when it runs), and a machine's noise does not reorder them.
+LONG_TEST = 1.0
+_took: dict[str, float] = {}  # this session's, by test (`pytest_runtest_logreport`)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """On xdist's workers (whose collection the controller deals out), the slow tier first:
@@ -222,18 +231,42 @@ def pytest_collection_modifyitems(config, items):
     the slow tests came last, one module's all together (the sweep's, 90 s), and ran on one
     worker at the session's end while the other, out of tests, idled. First, and dealt one
     at a time (`pytest_configure`), each goes to whichever worker is free, and the hundreds
-    of quick tests left for the end even out when the two finish. Within a tier the order is
-    kept (pytest-randomly's shuffle, when it runs). No test depends on the order; a session
-    in one process keeps it, since there it changes no time."""
+    of quick tests left for the end even out when the two finish.
+    Within a tier, the tests that took a second or more when they last ran come first,
+    longest first: a quick-tier test that runs a notebook (ten seconds) dealt last would
+    otherwise keep one worker busy alone. Every worker reads the same durations, so all
+    collect the same order, as xdist requires. No test depends on the order; a session in
+    one process keeps it, since there it changes no time."""
     if not hasattr(config, "workerinput"):
         return
+    cache = getattr(config, "cache", None)
+    took = (cache.get(DURATIONS, {}) if cache is not None else {}) or {}
 
     def tier(item):
         slow = item.get_closest_marker("slow") is not None
         waits = any(fixture in item.fixturenames for fixture, _ in LONG_RUNS.values())
-        return (not slow, waits)
+        seconds = took.get(item.nodeid, 0.0)
+        return (not slow, waits, -seconds if seconds >= LONG_TEST else 0.0)
 
     items.sort(key=tier)
+
+
+def pytest_runtest_logreport(report):
+    """The controller keeps how long each test took (setup, call and teardown together), for
+    the next session's order (`pytest_collection_modifyitems`)."""
+    if report.passed or report.failed:
+        _took[report.nodeid] = _took.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    """Into pytest's cache, on the controller (or the one process), merged with what other
+    sessions kept: a narrowed session keeps the durations of the tests it did not run."""
+    cache = getattr(session.config, "cache", None)
+    if cache is None or hasattr(session.config, "workerinput") or not _took:
+        return
+    kept = cache.get(DURATIONS, {}) or {}
+    kept.update({nodeid: round(seconds, 1) for nodeid, seconds in _took.items()})
+    cache.set(DURATIONS, dict(sorted(kept.items())))
 
 
 def pytest_configure(config):
