@@ -9,8 +9,21 @@ cannot keep such exceptions: it scores about the share of true labels on its tra
 and better on the test set.
 
 Everything is drawn from seeded generators: the data from the recipe's `seed`, the starting
-weights and dropout's masks from its `init_seed` (the sweep's seed axis), so a run is the same
-bits wherever the reference kernels compute it.
+weights and dropout's masks from its `init_seed` (the sweep's seed axis). So that a run is the
+same bits on every x86-64 CPU under the reference kernels, the net's layers keep to ATen's own
+kernels, whose results depend only on the instruction set: its linear layers sum their
+products with ATen (`SummedLinear`), never with MKL, and its masks come from `torch.rand`
+(`Dropout`), never from `torch.bernoulli_`. Both of the library's routes depend on the CPU's
+vendor even under the reference kernels:
+
+- MKL's COMPATIBLE branch, which Intel documents as the same on Intel and AMD processors,
+  takes another code path on AMD's Zen cores for matrices eight or more wide, and sums their
+  products in another order. This workshop's log, computed with `nn.Linear`, printed other
+  accuracies on an Intel Xeon (family 6 model 167) than on an AMD EPYC (family 25 model 17).
+  Telling MKL it runs on a Zen core (its `mkl_serv_cpuiszen`) moves this net's matrix
+  products on the Intel machine, and none of bnvg's, whose nets are four wide.
+- `torch.bernoulli_`, which `nn.Dropout` draws its masks with, asks MKL's random streams for
+  them on Intel CPUs and torch's own generator on any other: other masks from the same seed.
 
 torch is imported by the functions that compute, never when the module is: the recipe is read
 by the workshop's plugin and log before claimlog has set the reference kernels, which torch
@@ -21,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -75,21 +89,59 @@ def xor_data(recipe: Recipe) -> Data:
     return Data(x[: recipe.n_train], y_train, x[recipe.n_train :], y[recipe.n_train :])
 
 
+@cache
+def summed_linear() -> type[nn.Linear]:
+    """`nn.Linear` (its weights, bias and initialisation), whose products are summed by ATen:
+    y = sum over i of x_i * w_i, + b, an elementwise product and a sum over one dimension,
+    where `nn.Linear` calls MKL's matrix product. Its gradients are ATen's too."""
+    from torch import nn
+
+    class SummedLinear(nn.Linear):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return (x.unsqueeze(-1) * self.weight.t()).sum(-2) + self.bias
+
+    return SummedLinear
+
+
+@cache
+def dropout_layer() -> type[nn.Module]:
+    """Dropout as `nn.Dropout` computes it (in training, each unit zeroed with probability p
+    and the rest scaled by 1 / (1 - p); in evaluation, nothing), its masks drawn with
+    `torch.rand` from the run's own generator."""
+    import torch
+    from torch import nn
+
+    class Dropout(nn.Module):
+        def __init__(self, p: float, generator: torch.Generator) -> None:
+            super().__init__()
+            self.p, self.generator = p, generator
+
+        def forward(self, h: torch.Tensor) -> torch.Tensor:
+            if not self.training or self.p == 0:
+                return h
+            keep = torch.rand(h.shape, generator=self.generator) >= self.p
+            return h * keep.to(h.dtype) / (1 - self.p)
+
+    return Dropout
+
+
 def network(recipe: Recipe, dropout: float) -> nn.Sequential:
     """2 -> width -> width -> 1, ReLU, dropout after each hidden layer (p = 0: none)."""
     import torch
     from torch import nn
 
-    torch.manual_seed(recipe.weight_seed)
+    torch.manual_seed(recipe.weight_seed)  # the starting weights, as nn.Linear draws them
+    masks = torch.Generator().manual_seed(recipe.weight_seed)
+    linear, drop = summed_linear(), dropout_layer()
     w = recipe.width
     return nn.Sequential(
-        nn.Linear(2, w),
+        linear(2, w),
         nn.ReLU(),
-        nn.Dropout(dropout),
-        nn.Linear(w, w),
+        drop(dropout, masks),
+        linear(w, w),
         nn.ReLU(),
-        nn.Dropout(dropout),
-        nn.Linear(w, 1),
+        drop(dropout, masks),
+        linear(w, 1),
     )
 
 
