@@ -18,13 +18,17 @@ Besides the code and the seeds, a result's bits are decided by what computes it:
 
 **The reference kernels** are ATen's AVX2 kernels, MKL's COMPATIBLE branch, oneDNN capped at
 AVX2, numpy without any of its AVX-512 dispatch targets, and one thread. Under them every
-x86-64 CPU measured (AMD EPYC, Intel Xeon of two generations) computes the workshop's numbers
-bit for bit alike: the committed numbers were computed with them, and every process of bnvg
-that computes uses them unless told otherwise. A variable the user set wins and is recorded
-as the user's. `apply(native=True)` (`--native-kernels`) leaves torch's kernels to the
-machine, as a reader running the workshop script would. The variables are read when torch
-(MKL, oneDNN) and numpy initialise, so `apply` runs before they are imported: the pytest
-plugin applies the reference as it is imported, before anything imports numpy.
+x86-64 CPU measured (AMD EPYC of three generations, Intel Xeon of two) computes bnvg's
+numbers bit for bit alike: the committed numbers were computed with them, and every process
+that computes uses them unless told otherwise. They leave two routes to the CPU's vendor,
+which a workshop whose numbers travel keeps off (docs/platforms.md): MKL's COMPATIBLE branch
+takes a code path of its own on AMD's Zen cores for matrices eight or more wide (bnvg's are
+four), and `torch.bernoulli_` (`nn.Dropout`'s masks) draws from MKL on Intel CPUs only. A
+variable the user set wins and is recorded as the user's. `apply(native=True)`
+(`--native-kernels`) leaves torch's kernels to the machine, as a reader running the workshop script
+would. The variables are read when torch (MKL, oneDNN) and numpy initialise, so `apply` runs
+before they are imported: the pytest plugin applies the reference as it is imported, before
+anything imports numpy.
 
 **A `Platform`** records what computed, from what this process dispatches to (not from what
 the CPU could do): numpy's vector width is read from the dispatch targets numpy enabled
@@ -32,8 +36,9 @@ after `NPY_DISABLE_CPU_FEATURES`, not from its list of CPU features, which names
 (AVX512_SPR, AVX512FP16, ...) that no dispatch target of the installed numpy uses.
 `Platform.identity()` keeps only what moves the floats, and `Platform.id` names it: under
 MKL's COMPATIBLE branch the CPU is no part of it, so an Intel and an AMD machine are one
-platform. Two runs with the same identity compute the same numbers; the evidence of one is
-the other's. The reference is such an identity (`snapshots/environment.json`), not a machine.
+platform (for a computation off the two routes above). Two runs with the same identity
+compute the same numbers; the evidence of one is the other's. The reference is such an
+identity (`snapshots/environment.json`), not a machine.
 """
 
 from __future__ import annotations
@@ -58,7 +63,7 @@ NOT_SET = "(not set)"
 
 TORCH_REFERENCE: Mapping[str, str] = {
     "ATEN_CPU_CAPABILITY": "avx2",  # ATen's AVX2 kernels: every x86-64 CPU since 2013 has them
-    "MKL_CBWR": "COMPATIBLE",  # MKL's reproducible branch, the same on Intel and AMD
+    "MKL_CBWR": "COMPATIBLE",  # MKL's reproducible branch (on AMD, the same below 8 wide)
     "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN never wider than AVX2
 }
 NUMPY_VARIABLE = "NPY_DISABLE_CPU_FEATURES"  # numpy without its AVX-512 dispatch targets
