@@ -9,21 +9,13 @@ cannot keep such exceptions: it scores about the share of true labels on its tra
 and better on the test set.
 
 Everything is drawn from seeded generators: the data from the recipe's `seed`, the starting
-weights and dropout's masks from its `init_seed` (the sweep's seed axis). So that a run is the
-same bits on every x86-64 CPU under the reference kernels, the net's layers keep to ATen's own
-kernels, whose results depend only on the instruction set: its linear layers sum their
-products with ATen (`SummedLinear`), never with MKL, and its masks come from `torch.rand`
-(`Dropout`), never from `torch.bernoulli_`. Both of the library's routes depend on the CPU's
-vendor even under the reference kernels:
-
-- MKL's COMPATIBLE branch, which Intel documents as the same on Intel and AMD processors,
-  takes another code path on AMD's Zen cores for matrices eight or more wide, and sums their
-  products in another order. This workshop's log, computed with `nn.Linear`, printed other
-  accuracies on an Intel Xeon (family 6 model 167) than on an AMD EPYC (family 25 model 17).
-  Telling MKL it runs on a Zen core (its `mkl_serv_cpuiszen`) moves this net's matrix
-  products on the Intel machine, and none of bnvg's, whose nets are four wide.
-- `torch.bernoulli_`, which `nn.Dropout` draws its masks with, asks MKL's random streams for
-  them on Intel CPUs and torch's own generator on any other: other masks from the same seed.
+weights and dropout's masks from its `init_seed` (the sweep's seed axis). The layers keep to
+ATen's own kernels, so that a run is the same bits on Intel and AMD under the reference
+kernels. They sum their products with ATen (`SummedLinear`), not with MKL, whose COMPATIBLE
+branch takes a path of its own on AMD's Zen cores for matrices eight or more wide; and they
+draw dropout's masks with `torch.rand` (`Dropout`), not with `torch.bernoulli_`, which asks
+MKL for them on Intel CPUs only. With `nn.Linear` and `nn.Dropout` this log printed other
+accuracies on an Intel Xeon than on an AMD EPYC (docs/platforms.md in the repository).
 
 torch is imported by the functions that compute, never when the module is: the recipe is read
 by the workshop's plugin and log before claimlog has set the reference kernels, which torch
