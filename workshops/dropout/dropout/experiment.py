@@ -9,13 +9,15 @@ cannot keep such exceptions: it scores about the share of true labels on its tra
 and better on the test set.
 
 Everything is drawn from seeded generators: the data from the recipe's `seed`, the starting
-weights and dropout's masks from its `init_seed` (the sweep's seed axis). The layers keep to
-ATen's own kernels, so that a run is the same bits on Intel and AMD under the reference
-kernels. They sum their products with ATen (`SummedLinear`), not with MKL, whose COMPATIBLE
-branch takes a path of its own on AMD's Zen cores for matrices eight or more wide; and they
-draw dropout's masks with `torch.rand` (`Dropout`), not with `torch.bernoulli_`, which asks
-MKL for them on Intel CPUs only. With `nn.Linear` and `nn.Dropout` this log printed other
-accuracies on an Intel Xeon than on an AMD EPYC (docs/platforms.md in the repository).
+weights and dropout's masks from its `init_seed` (the sweep's seed axis). The layers keep off
+the two routes by which torch's results depend on the CPU's vendor under the reference
+kernels. They sum their products with ATen (`SummedLinear`), not with MKL's matrix product,
+whose COMPATIBLE branch takes a path of its own on AMD's Zen cores for layers eight or more
+wide; and they draw dropout's masks with `torch.rand` (`Dropout`), not with
+`torch.bernoulli_`, which asks MKL for them on Intel CPUs only. With `nn.Linear` and
+`nn.Dropout` this log printed other accuracies on an Intel Xeon than on an AMD EPYC; this
+net computes the same bits on the Intel Xeon with MKL told it runs on a Zen core
+(docs/platforms.md in the repository says what was measured, and what was not).
 
 torch is imported by the functions that compute, never when the module is: the recipe is read
 by the workshop's plugin and log before claimlog has set the reference kernels, which torch
@@ -85,12 +87,14 @@ def xor_data(recipe: Recipe) -> Data:
 def summed_linear() -> type[nn.Linear]:
     """`nn.Linear` (its weights, bias and initialisation), whose products are summed by ATen:
     y = sum over i of x_i * w_i, + b, an elementwise product and a sum over one dimension,
-    where `nn.Linear` calls MKL's matrix product. Its gradients are ATen's too."""
+    where `nn.Linear` calls MKL's matrix product. Its gradients are ATen's too. It holds a
+    batch x inputs x outputs product in memory at once: fine for a workshop's small nets."""
     from torch import nn
 
     class SummedLinear(nn.Linear):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return (x.unsqueeze(-1) * self.weight.t()).sum(-2) + self.bias
+            y = (x.unsqueeze(-1) * self.weight.t()).sum(-2)
+            return y if self.bias is None else y + self.bias
 
     return SummedLinear
 
@@ -98,21 +102,25 @@ def summed_linear() -> type[nn.Linear]:
 @cache
 def dropout_layer() -> type[nn.Module]:
     """Dropout as `nn.Dropout` computes it (in training, each unit zeroed with probability p
-    and the rest scaled by 1 / (1 - p); in evaluation, nothing), its masks drawn with
-    `torch.rand` from the run's own generator."""
+    and the rest scaled by 1 / (1 - p), the mask scaled before it multiplies, as ATen does; in
+    evaluation, nothing), its masks drawn with `torch.rand` from the generator it is given."""
     import torch
     from torch import nn
 
     class Dropout(nn.Module):
         def __init__(self, p: float, generator: torch.Generator) -> None:
             super().__init__()
+            if not 0 <= p <= 1:
+                raise ValueError(f"dropout probability has to be between 0 and 1, got {p!r}")
             self.p, self.generator = p, generator
 
         def forward(self, h: torch.Tensor) -> torch.Tensor:
             if not self.training or self.p == 0:
                 return h
+            if self.p == 1:
+                return h * 0
             keep = torch.rand(h.shape, generator=self.generator) >= self.p
-            return h * keep.to(h.dtype) / (1 - self.p)
+            return h * (keep.to(h.dtype) / (1 - self.p))
 
     return Dropout
 
@@ -122,18 +130,25 @@ def network(recipe: Recipe, dropout: float) -> nn.Sequential:
     import torch
     from torch import nn
 
-    torch.manual_seed(recipe.weight_seed)  # the starting weights, as nn.Linear draws them
-    masks = torch.Generator().manual_seed(recipe.weight_seed)
     linear, drop = summed_linear(), dropout_layer()
     w = recipe.width
+    # Seeded inside fork_rng, so that building a net neither depends on torch's global
+    # generator nor changes it. The masks continue the stream the starting weights were drawn
+    # from, as nn.Dropout's would: a generator of their own seeded alike would repeat the
+    # weights' draws, and keep each unit by the sign of one of its weights.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(recipe.weight_seed)
+        layers = (linear(2, w), linear(w, w), linear(w, 1))
+        masks = torch.Generator()
+        masks.set_state(torch.get_rng_state())
     return nn.Sequential(
-        linear(2, w),
+        layers[0],
         nn.ReLU(),
         drop(dropout, masks),
-        linear(w, w),
+        layers[1],
         nn.ReLU(),
         drop(dropout, masks),
-        linear(w, 1),
+        layers[2],
     )
 
 
