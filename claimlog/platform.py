@@ -22,7 +22,7 @@ x86-64 CPU measured (AMD EPYC of three generations, Intel Xeon of two) computes 
 numbers bit for bit alike: the committed numbers were computed with them, and every process
 that computes uses them unless told otherwise. They leave two routes to the CPU's vendor,
 which a workshop whose numbers travel keeps off (docs/platforms.md): MKL's COMPATIBLE branch
-takes a code path of its own on AMD's Zen cores for matrices eight or more wide (bnvg's are
+takes a code path of its own on AMD's Zen cores for layers eight or more wide (bnvg's are
 four), and `torch.bernoulli_` (`nn.Dropout`'s masks) draws from MKL on Intel CPUs only. A
 variable the user set wins and is recorded as the user's. `apply(native=True)`
 (`--native-kernels`) leaves torch's kernels to the machine, as a reader running the workshop script
@@ -432,7 +432,9 @@ class Platform:
 
     @property
     def reproducible_across_cpus(self) -> bool:
-        """Whether the CPU's vendor and model leave the bits alone: MKL's COMPATIBLE branch."""
+        """Whether the CPU's vendor and model leave the bits alone: MKL's COMPATIBLE branch
+        (for a computation that keeps off its Zen path and `torch.bernoulli_`; see the module's
+        docstring)."""
         return self.mkl.split(",")[0] == "COMPATIBLE"
 
     def identity(self) -> dict[str, str]:
