@@ -86,15 +86,18 @@ def test_its_claims_log_text_update_and_sweep_work_as_an_author_uses_them(dropou
     assert any(line.startswith("dropout: ") and "the evidence is fresh" in line for line in header)
 
 
-def test_its_net_calls_no_matrix_product_and_no_bernoulli():
-    """A training step and an evaluation of the net with dropout dispatch no matrix product
-    (MKL's, whose COMPATIBLE branch takes a path of its own on AMD's Zen cores for layers
-    eight or more wide) and no `bernoulli_` (which draws from MKL on Intel CPUs only): the
-    two routes that made its log print other accuracies on an Intel Xeon than on an AMD EPYC
-    (docs/platforms.md). The same net built from `nn.Linear` and `nn.Dropout` dispatches a
-    matrix product and `bernoulli_`, each, so either check can fail."""
+def test_its_net_calls_no_matrix_product_and_no_bernoulli(monkeypatch):
+    """A step of the workshop's own fit (its data, its net with dropout, one Adam step and
+    both accuracies) dispatches no matrix product (MKL's, whose COMPATIBLE branch takes a path
+    of its own on AMD's Zen cores for layers eight or more wide) and no `bernoulli_` (which
+    draws from MKL on Intel CPUs only): the two routes that made its log print other
+    accuracies on an Intel Xeon than on an AMD EPYC (docs/platforms.md). The same fit of a net
+    built from `nn.Linear` and `nn.Dropout` dispatches a matrix product and `bernoulli_`,
+    each, so either check can fail."""
+    import dataclasses
+
     import torch
-    from dropout.experiment import RECIPE, accuracy, network, xor_data
+    from dropout import experiment
     from torch.utils._python_dispatch import TorchDispatchMode
 
     products = {"mm", "addmm", "bmm", "baddbmm", "mv", "addmv", "dot", "vdot", "matmul"}
@@ -109,26 +112,25 @@ def test_its_net_calls_no_matrix_product_and_no_bernoulli():
             self.ops.add(func.overloadpacket.__name__)
             return func(*args, **(kwargs or {}))
 
-    def routes(net, data):
-        """The matrix products and the bernoulli draws a step and an evaluation dispatch."""
-        opt = torch.optim.Adam(net.parameters(), lr=RECIPE.lr)
+    def routes():
+        """The matrix products and the bernoulli draws one step of the fit dispatches."""
+        recipe = dataclasses.replace(experiment.RECIPE, steps=1)
         with Dispatched() as dispatched:
-            net.train()
-            opt.zero_grad()
-            logits = net(data.x_train).squeeze(1)
-            torch.nn.functional.binary_cross_entropy_with_logits(logits, data.y_train).backward()
-            opt.step()
-            accuracy(net, data.x_test, data.y_test)
+            experiment.fit(recipe, recipe.dropout)
         return dispatched.ops & products, {op for op in dispatched.ops if "bernoulli" in op}
 
-    data = xor_data(RECIPE)
-    assert routes(network(RECIPE, RECIPE.dropout), data) == (set(), set())
-    with torch.random.fork_rng(devices=[]):  # nn.Linear and nn.Dropout draw from it
-        torchs = torch.nn.Sequential(
-            torch.nn.Linear(2, RECIPE.width),
-            torch.nn.ReLU(),
-            torch.nn.Dropout(RECIPE.dropout),
-            torch.nn.Linear(RECIPE.width, 1),
-        )
-        matrix_products, bernoulli = routes(torchs, data)
+    assert routes() == (set(), set())
+
+    def torchs_network(recipe, dropout):
+        with torch.random.fork_rng(devices=[]):  # nn.Linear and nn.Dropout draw from it
+            torch.manual_seed(recipe.weight_seed)
+            return torch.nn.Sequential(
+                torch.nn.Linear(2, recipe.width),
+                torch.nn.ReLU(),
+                torch.nn.Dropout(dropout),
+                torch.nn.Linear(recipe.width, 1),
+            )
+
+    monkeypatch.setattr(experiment, "network", torchs_network)
+    matrix_products, bernoulli = routes()
     assert matrix_products and bernoulli, (matrix_products, bernoulli)
