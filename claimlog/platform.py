@@ -25,10 +25,10 @@ which a workshop whose numbers travel keeps off (docs/platforms.md): MKL's COMPA
 takes a code path of its own on AMD's Zen cores for layers eight or more wide (bnvg's are
 four), and `torch.bernoulli_` (`nn.Dropout`'s masks) draws from MKL on Intel CPUs only. A
 variable the user set wins and is recorded as the user's. `apply(native=True)`
-(`--native-kernels`) leaves torch's kernels to the machine, as a reader running the workshop script
-would. The variables are read when torch (MKL, oneDNN) and numpy initialise, so `apply` runs
-before they are imported: the pytest plugin applies the reference as it is imported, before
-anything imports numpy.
+(`--native-kernels`) leaves torch's kernels to the machine, as a reader running the workshop
+script would. The variables are read when torch (MKL, oneDNN) and numpy initialise, so
+`apply` runs before they are imported: the pytest plugin applies the reference as it is
+imported, before anything imports numpy.
 
 **A `Platform`** records what computed, from what this process dispatches to (not from what
 the CPU could do): numpy's vector width is read from the dispatch targets numpy enabled
