@@ -43,6 +43,7 @@ identity (`snapshots/environment.json`), not a machine.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import platform as _python_platform
@@ -287,12 +288,36 @@ def _torch_facts_key() -> str:
 def import_torch() -> Any:
     """torch, computing with the session's thread count (`use_threads`): what the engine
     imports before it computes anything a workshop asks of it, so that a workshop that
-    imports torch itself computes with the count its platform names."""
+    imports torch itself computes with the count its platform names.
+
+    Importing torch creates some 160,000 objects that Python's garbage collector tracks, and
+    every later full collection would scan them all again: those that more imports and
+    training trigger, and pytest's own at the session's end. They live as long as the
+    process, so the first import runs with the collector paused and then freezes them
+    (`gc.freeze`: later collections leave them alone). That changes when memory is freed,
+    never what is computed, and takes a sixth of the CPU time off a session that computes
+    (docs/speed.md)."""
+    if "torch" not in sys.modules:
+        _import_for_the_whole_process("torch")
     import torch
 
     if os.environ.get(THREADS):
         torch.set_num_threads(int(os.environ[THREADS]))
     return torch
+
+
+def _import_for_the_whole_process(name: str) -> None:
+    """Import a module whose objects live as long as the process, without collecting garbage
+    while it is imported, and move every object tracked so far out of later collections'
+    reach (whatever the import left unreachable is not freed: a few objects, once)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        import_module(name)
+    finally:
+        if enabled:
+            gc.enable()
+    gc.freeze()
 
 
 def _ask_torch() -> dict[str, str]:

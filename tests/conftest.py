@@ -1,5 +1,6 @@
 """The project's own tests: the library's contracts, and the plugin's behaviour via pytester."""
 
+import gc
 import importlib
 import importlib.metadata
 import json
@@ -24,9 +25,14 @@ from claimlog.runner import ClaimsRun, claims_command, environment, run_claims, 
 # that does, matplotlib building its font cache from nothing in that run's HOME (the test's
 # folder) each time: a second or two a run. So this session imports them all once, before
 # any run (matplotlib under Agg, as the workshop's drawing module selects it: files only).
+# What they import lives as long as this process, and every full garbage collection of every
+# run would scan it again (hundreds of thousands of objects, seconds of each worker's time):
+# so it is frozen out of the collector's reach, as the engine freezes torch's objects
+# (`claimlog.platform.import_torch`).
 matplotlib.use("Agg")
 for _library in ("matplotlib.pyplot", "pandas", "nbclient"):
     importlib.import_module(_library)
+gc.freeze()
 
 pytest_plugins = ["pytester"]
 
@@ -408,8 +414,10 @@ def _dynamo_imported():
     """pytester puts sys.modules back as it found them; torch._dynamo, which torch.optim
     imports as it first builds an optimizer, registers operators with torch and cannot be
     imported a second time: so it is imported once, before any pytester (a session fixture
-    is set up before the function's)."""
+    is set up before the function's). Its objects too live as long as the process: frozen."""
     import torch._dynamo  # noqa: F401
+
+    gc.freeze()
 
 
 @pytest.fixture

@@ -1,5 +1,7 @@
 """The reference kernels and the platform: what is set, who set it, and what moves the floats."""
 
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -239,6 +241,27 @@ def test_torch_reads_the_thread_count_from_the_variable_the_platform_sets():
     import bnvg.experiment.runtime as runtime
 
     assert runtime.THREADS == kernels.THREADS
+
+
+# A process that computes, as a claims session is: it imports torch through the engine.
+TORCH_IMPORTED = """
+import gc
+from claimlog.platform import import_torch
+import_torch()
+print(gc.isenabled(), gc.get_freeze_count(), len(gc.get_objects()))
+"""
+
+
+def test_torchs_objects_are_frozen_out_of_every_later_garbage_collection():
+    """`import_torch` leaves the objects torch's import created out of the collector's reach
+    (`gc.freeze`), so that no later full collection scans them again, and the collector on."""
+    done = subprocess.run(
+        [sys.executable, "-c", TORCH_IMPORTED], capture_output=True, text=True, check=True
+    )
+    enabled, frozen, tracked = done.stdout.split()
+    assert enabled == "True"
+    # What a later collection scans is a small part of what the process holds.
+    assert int(frozen) > 100_000 and int(tracked) < int(frozen) // 10, done.stdout
 
 
 # -- arm64 ---------------------------------------------------------------------------------------

@@ -79,8 +79,9 @@ def test_its_claims_log_text_update_and_sweep_work_as_an_author_uses_them(dropou
     assert "Compute only these again: python -m claimlog.sweep" in said
     dropout("-m", "pytest")  # the new record, the rewritten text: all of it holds
 
-    # The sweep, with one seed and no kernel variants: only the edit's stale claims again.
-    swept = dropout("-m", "claimlog.sweep", "--seeds", "1", "--no-kernels")
+    # The sweep, with one seed and no kernel variants, on one worker (the suite's other tests
+    # share the machine): only the edit's stale claims again.
+    swept = dropout("-m", "claimlog.sweep", "--seeds", "1", "--no-kernels", "--workers", "1")
     assert "the evidence of 4 claims is stale" in swept
     header = dropout("-m", "pytest").splitlines()
     assert any(line.startswith("dropout: ") and "the evidence is fresh" in line for line in header)
