@@ -297,8 +297,7 @@ def import_torch() -> Any:
     (`gc.freeze`: later collections leave them alone). That changes when memory is freed,
     never what is computed, and takes a sixth of the CPU time off a session that computes
     (docs/speed.md)."""
-    if "torch" not in sys.modules:
-        _import_for_the_whole_process("torch")
+    import_for_the_whole_process("torch")
     import torch
 
     if os.environ.get(THREADS):
@@ -306,10 +305,23 @@ def import_torch() -> Any:
     return torch
 
 
-def _import_for_the_whole_process(name: str) -> None:
-    """Import a module whose objects live as long as the process, without collecting garbage
-    while it is imported, and move every object tracked so far out of later collections'
-    reach (whatever the import left unreachable is not freed: a few objects, once)."""
+# The modules `import_for_the_whole_process` froze in this process: each once, though a
+# test's in-process session (pytester) may put sys.modules back and import it again.
+_FROZEN: set[str] = set()
+
+
+def import_for_the_whole_process(name: str) -> None:
+    """Import a module whose objects live as long as the process (torch, or a workshop's
+    drawing module and matplotlib with it), unless it is imported already: without collecting
+    garbage while it is imported, then moving every object tracked so far out of later
+    collections' reach. What is unreachable then is never freed: a few objects, at most once
+    per module and process."""
+    if name in sys.modules:
+        return
+    if name in _FROZEN:
+        import_module(name)
+        return
+    _FROZEN.add(name)
     enabled = gc.isenabled()
     gc.disable()
     try:

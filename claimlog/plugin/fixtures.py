@@ -37,7 +37,7 @@ import pytest
 
 from claimlog.declaration import Training, declared
 from claimlog.evidence.tables import Table
-from claimlog.platform import import_torch
+from claimlog.platform import import_for_the_whole_process, import_torch
 from claimlog.plugin.options import (
     EVENTS,
     RUNS_CACHE,
@@ -435,6 +435,7 @@ class Figure:
         path = self.folder / name
 
         def draw() -> Path:
+            import_for_the_whole_process(module)  # matplotlib: as torch, frozen once imported
             drawing = importlib.import_module(module)
             drawn: Path = getattr(drawing, name.removesuffix(".png"))(*inputs, self.folder)
             return drawn
