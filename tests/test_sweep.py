@@ -200,7 +200,14 @@ def test_a_killed_sweep_resumes_computing_only_the_missing_fragments_on_any_numb
     started.wait()
     kept = len(list(fragments.rglob("*.json.gz")))
     assert 2 <= kept < 5
+    # Killed as it wrote a fragment, a sweep leaves the write's temporary file beside it
+    # (whether this one did depends on the moment): one more, as such a write leaves it.
+    platform = next(fragments.rglob("*.json.gz")).parent
+    half_written = platform / ".sampler-seed-1.json.gz.x1y2z3.tmp"
+    half_written.write_bytes(b"")
     said = sweep(resumed, *SEEDS, "--workers", "1", *QUICK)
+    assert "deleted what a killed sweep left half written: " in said
+    assert not list(fragments.rglob("*.tmp"))
     assert f"{5 - kept} of 5 jobs to run ({kept} fragments already there)" in said
     assert evidence_bytes(resumed) == evidence_bytes(folder)
 

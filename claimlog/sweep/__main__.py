@@ -120,6 +120,9 @@ def sweep(args: argparse.Namespace) -> int:
     # The claims this sweep computes: all, or those its --select picks.
     store = FragmentStore(places.fragments, selected(keys, args.select))
     stale = everything.stale()
+    for path in everything.unfinished_writes():  # a killed sweep's, resumed here
+        path.unlink()
+        print(f"deleted what a killed sweep left half written: {path.relative_to(places.root)}")
     for line in report.stale_evidence(store.stale_claims(), len(store.paths())):
         print(line)
     if not args.merge_only:
