@@ -829,13 +829,17 @@ class TrainedRuns:
 
 
 # -- atomic writes: a file replaced whole, or not at all ------------------------------------
+UNFINISHED = ".tmp"  # the suffix of `replacing`'s temporary files
+
+
 @contextmanager
 def replacing(path: Path) -> Iterator[Path]:
     """A temporary file beside `path` to write to; when the block ends without an error it
     replaces `path` in one rename, so readers see the old file or the new one, never half.
-    The temporary file is removed whatever happens."""
+    The temporary file is removed whatever happens, unless the process is killed first
+    (`unfinished_writes` finds what it then leaves)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=UNFINISHED)
     os.close(fd)
     # mkstemp makes the file private (0600); give it the mode a plain open() would have.
     os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask())
@@ -844,6 +848,12 @@ def replacing(path: Path) -> Iterator[Path]:
         os.replace(tmp, path)
     finally:
         Path(tmp).unlink(missing_ok=True)
+
+
+def unfinished_writes(folder: Path) -> list[Path]:
+    """The temporary files that writes under `folder`, at any depth, left when their process
+    was killed inside `replacing`: never a file's content, and never to be committed."""
+    return sorted(folder.rglob(f".*{UNFINISHED}"))
 
 
 def _umask() -> int:

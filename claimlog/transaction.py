@@ -39,7 +39,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from claimlog.places import Places
-from claimlog.store import atomic_write, replacing
+from claimlog.store import atomic_write, replacing, unfinished_writes
 
 # Under before/: the documents of the workshop's text, numbered as the journal names them.
 TEXT = "text"
@@ -186,9 +186,8 @@ class Update:
                 path.unlink()
                 removed += 1
         for folder in self.places.record_folders:  # stray temporary files of atomic writes
-            if folder.is_dir():
-                for stray in folder.rglob(".*.tmp"):
-                    stray.unlink(missing_ok=True)
+            for stray in unfinished_writes(folder):
+                stray.unlink(missing_ok=True)
         for name in sorted(kept):
             source, target = self.before / name, self.places.root / name
             if target.is_file() and target.read_bytes() == source.read_bytes():

@@ -350,12 +350,6 @@ class FragmentStore:
                 return fragment
         return None
 
-    def unfinished_writes(self) -> list[Path]:
-        """The temporary files of fragments being written when their sweep was killed: a
-        write (`replacing`) removes its own unless its process dies first. None of them is a
-        fragment, and none is evidence to commit."""
-        return sorted(self.folder.glob(f"*/.*{SUFFIX}.*.tmp"))
-
     def paths(self) -> list[Path]:
         """Every fragment's file, fresh or stale, in a fixed order (platform, then variant)."""
         return sorted(self.folder.glob(f"*/*{SUFFIX}"))

@@ -111,6 +111,7 @@ def sweep(args: argparse.Namespace) -> int:
     from claimlog.evidence.fragments import FragmentStore, claim_keys
     from claimlog.places import Places
     from claimlog.runner import selected
+    from claimlog.store import unfinished_writes
     from claimlog.sweep import cluster, merge, report
     from claimlog.sweep.job import pack
 
@@ -120,7 +121,7 @@ def sweep(args: argparse.Namespace) -> int:
     # The claims this sweep computes: all, or those its --select picks.
     store = FragmentStore(places.fragments, selected(keys, args.select))
     stale = everything.stale()
-    for path in everything.unfinished_writes():  # a killed sweep's, resumed here
+    for path in unfinished_writes(places.fragments):  # a killed sweep's, resumed here
         path.unlink()
         print(f"deleted what a killed sweep left half written: {path.relative_to(places.root)}")
     for line in report.stale_evidence(store.stale_claims(), len(store.paths())):
