@@ -297,9 +297,7 @@ def import_torch() -> Any:
     (`gc.freeze`: later collections leave them alone). That changes when memory is freed,
     never what is computed, and takes a sixth of the CPU time off a session that computes
     (docs/speed.md)."""
-    import_for_the_whole_process("torch")
-    import torch
-
+    torch = import_for_the_whole_process("torch")
     if os.environ.get(THREADS):
         torch.set_num_threads(int(os.environ[THREADS]))
     return torch
@@ -310,26 +308,23 @@ def import_torch() -> Any:
 _FROZEN: set[str] = set()
 
 
-def import_for_the_whole_process(name: str) -> None:
-    """Import a module whose objects live as long as the process (torch, or a workshop's
-    drawing module and matplotlib with it), unless it is imported already: without collecting
-    garbage while it is imported, then moving every object tracked so far out of later
-    collections' reach. What is unreachable then is never freed: a few objects, at most once
-    per module and process."""
-    if name in sys.modules:
-        return
-    if name in _FROZEN:
-        import_module(name)
-        return
+def import_for_the_whole_process(name: str) -> Any:
+    """The module `name`, whose objects live as long as the process (torch, or a workshop's
+    drawing module and matplotlib with it). Its first import here runs without collecting
+    garbage, then moves every object tracked so far out of later collections' reach. What is
+    unreachable then is never freed: a few objects, at most once per module and process."""
+    if name in sys.modules or name in _FROZEN:
+        return import_module(name)
     _FROZEN.add(name)
     enabled = gc.isenabled()
     gc.disable()
     try:
-        import_module(name)
+        module = import_module(name)
     finally:
         if enabled:
             gc.enable()
     gc.freeze()
+    return module
 
 
 def _ask_torch() -> dict[str, str]:

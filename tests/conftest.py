@@ -1,6 +1,5 @@
 """The project's own tests: the library's contracts, and the plugin's behaviour via pytester."""
 
-import gc
 import importlib
 import importlib.metadata
 import json
@@ -16,6 +15,7 @@ import matplotlib
 import pytest
 import torch
 
+from claimlog.platform import import_for_the_whole_process
 from claimlog.runner import ClaimsRun, claims_command, environment, run_claims, scratch_copy
 
 # pytester's in-process runs put sys.modules back as they found it. torch, an extension
@@ -27,12 +27,10 @@ from claimlog.runner import ClaimsRun, claims_command, environment, run_claims, 
 # any run (matplotlib under Agg, as the workshop's drawing module selects it: files only).
 # What they import lives as long as this process, and every full garbage collection of every
 # run would scan it again (hundreds of thousands of objects, seconds of each worker's time):
-# so it is frozen out of the collector's reach, as the engine freezes torch's objects
-# (`claimlog.platform.import_torch`).
+# so each is imported as the engine imports torch, frozen out of the collector's reach.
 matplotlib.use("Agg")
 for _library in ("matplotlib.pyplot", "pandas", "nbclient"):
-    importlib.import_module(_library)
-gc.freeze()
+    import_for_the_whole_process(_library)
 
 pytest_plugins = ["pytester"]
 
@@ -415,9 +413,7 @@ def _dynamo_imported():
     imports as it first builds an optimizer, registers operators with torch and cannot be
     imported a second time: so it is imported once, before any pytester (a session fixture
     is set up before the function's). Its objects too live as long as the process: frozen."""
-    import torch._dynamo  # noqa: F401
-
-    gc.freeze()
+    import_for_the_whole_process("torch._dynamo")
 
 
 @pytest.fixture

@@ -435,8 +435,7 @@ class Figure:
         path = self.folder / name
 
         def draw() -> Path:
-            import_for_the_whole_process(module)  # matplotlib: as torch, frozen once imported
-            drawing = importlib.import_module(module)
+            drawing = import_for_the_whole_process(module)  # and matplotlib, as torch
             drawn: Path = getattr(drawing, name.removesuffix(".png"))(*inputs, self.folder)
             return drawn
 
