@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+OBTAINED_GITIGNORE = "# Created by claimlog: what a normal run computed, never the record.\n*\n"
+
 
 @dataclass(frozen=True)
 class Places:
@@ -27,6 +29,17 @@ class Places:
 
     root: Path
     obtained_folder: str = "obtained"  # the ini option claimlog_obtained, relative to the root
+
+    def make_obtained(self) -> Path:
+        """The obtained folder, made, ignoring itself as pytest's cache does (a `.gitignore`
+        of `*` inside): what a normal run computed is never part of the record, in this
+        repository or in any author's."""
+        folder = self.obtained
+        folder.mkdir(parents=True, exist_ok=True)
+        ignore = folder / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text(OBTAINED_GITIGNORE)
+        return folder
 
     @property
     def snapshots(self) -> Path:

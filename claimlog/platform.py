@@ -373,6 +373,109 @@ def kept_torch_facts(store: Store) -> dict[str, str] | None:
     return Memo(store, "torch facts").peek(_torch_facts_key(), _facts_of)
 
 
+# -- the fingerprint: the bits the workshop's own kernels give here --------------------------
+PRELOAD = "LD_PRELOAD"  # a library loaded before the others can answer for MKL (a shim)
+
+
+def _kernel_bits_key(signatures: Iterable[str], threads: int) -> str:
+    """What the kernels' bits depend on, read without torch: the kernels, torch and the CPU
+    (`_torch_facts_key`), every kernel variable, what is preloaded, and the threads."""
+    inputs = {
+        "kernels": digest(*sorted(signatures)),
+        "torch facts": _torch_facts_key(),
+        "threads": threads,
+        **{name: os.environ.get(name, "") for name in (*VARIABLES, PRELOAD)},
+    }
+    return digest(json.dumps(inputs, sort_keys=True))
+
+
+def _bits_of(entry: Entry) -> dict[str, str]:
+    found = json.loads(entry.content)
+    if not isinstance(found, dict):
+        raise ValueError(f"not the kernels' bits: {found!r}")
+    return {str(k): str(v) for k, v in found.items()}
+
+
+def kernel_bits(signatures: Iterable[str], threads: int, store: Store | None) -> dict[str, str]:
+    """{kernel: the digest of what it gives here} for the workshop's kernels
+    (`claimlog.kernels.replay`, with `threads` threads). Asking costs torch's import and a
+    tenth of a second, so the answer is kept in `store` (pytest's cache) under a key of what
+    it depends on; without a store, torch is asked."""
+    chosen = sorted(set(signatures))
+
+    def replayed() -> dict[str, str]:
+        import_torch().set_num_threads(threads)
+        from claimlog.kernels import replay
+
+        return replay(chosen)
+
+    bits = Memo(store, "kernels' bits").get(
+        "the kernels' bits",
+        _kernel_bits_key(chosen, threads),
+        replayed,
+        encode=lambda answer: json.dumps(answer, sort_keys=True).encode(),
+        decode=_bits_of,
+    )
+    assert bits is not None  # waiting for the lock always gives an answer
+    return bits
+
+
+def reference_kernels(environment: Path) -> dict[str, str]:
+    """The workshop's kernels as the reference identity (`environment`,
+    snapshots/environment.json) records them, each with the digest of what it gave there:
+    {} where it records none, or cannot be read."""
+    try:
+        data = json.loads(environment.read_text())
+    except (OSError, ValueError):
+        return {}
+    kernels = data.get(KERNELS) if isinstance(data, dict) else None
+    return {str(k): str(v) for k, v in kernels.items()} if isinstance(kernels, dict) else {}
+
+
+_ASK_KERNELS = """
+import json, sys
+from pathlib import Path
+from claimlog.kernels import fingerprint
+from claimlog.platform import kernel_bits
+from claimlog.store import Store
+kernels, threads, store = json.loads(sys.stdin.read())
+bits = kernel_bits(kernels, threads, Store(Path(store)) if store else None)
+print(fingerprint(bits) if bits else "")
+"""
+
+
+def fingerprint_under(
+    variables: Mapping[str, str], threads: int, kernels: Iterable[str], store: Path | None
+) -> str:
+    """The fingerprint a session with the kernel `variables` (NOT_SET: left to the machine)
+    and `threads` threads computes on, on this machine: asked of a process of its own, since
+    torch reads the variables once, as it is imported (kept in `store`, pytest's cache, as
+    `kernel_bits` keeps it). "" for a workshop whose record names no kernels."""
+    chosen = sorted(set(kernels))
+    if not chosen:
+        return ""
+    env = {k: v for k, v in os.environ.items() if k not in (*VARIABLES, SET_BY_BNVG)}
+    env.update({k: v for k, v in variables.items() if v != NOT_SET})
+    answer = subprocess.run(
+        [sys.executable, "-c", _ASK_KERNELS],
+        input=json.dumps([chosen, threads, str(store) if store else ""]),
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return answer.stdout.strip()
+
+
+def kept_kernel_bits(
+    signatures: Iterable[str], threads: int, store: Store
+) -> dict[str, str] | None:
+    """`kernel_bits` as a process on this platform kept them in `store`, or None: known
+    without importing torch."""
+    key = _kernel_bits_key(sorted(set(signatures)), threads)
+    return Memo(store, "kernels' bits").peek(key, _bits_of)
+
+
 # -- the platform ---------------------------------------------------------------------------
 
 FAMILIES = ("AVX512", "AVX2", "AVX", "SSE", "SVE", "ASIMD", "NEON")
@@ -396,6 +499,10 @@ def simd_of(enabled: list[str]) -> str:
             return family
     return "baseline"
 
+
+# Beside the identity in snapshots/environment.json: the workshop's kernels, each with what it
+# gave on the reference (`claimlog.kernels`).
+KERNELS = "kernels"
 
 NO_MKL = "absent"  # torch's arm64 builds have no MKL
 
@@ -427,6 +534,9 @@ class Platform:
     numpy_simd: str  # the widest vectors numpy dispatches to: "AVX2"
     threads: int  # torch's intra-op threads
     cpu: str = ""  # "AuthenticAMD family 25 model 1 (AMD EPYC)"; "" if unknown (an identity)
+    # What the workshop's own kernels give here (`claimlog.kernels.fingerprint`): "" where the
+    # record names no kernels yet (a workshop never updated, an old record).
+    fingerprint: str = ""
     emulation: str = ""  # "QEMU 10.0.13, -cpu neoverse-n1"; "" on the machine itself
     python: str = ""
     matplotlib: str = ""
@@ -434,9 +544,12 @@ class Platform:
     set_by_user: tuple[str, ...] = ()
 
     @classmethod
-    def here(cls, threads: int, facts: Mapping[str, str] | None = None) -> Platform:
+    def here(
+        cls, threads: int, facts: Mapping[str, str] | None = None, fingerprint: str = ""
+    ) -> Platform:
         """This process's platform, computing with `threads` intra-op threads. `facts`:
-        what torch says of it (`torch_facts`); without them, torch is asked."""
+        what torch says of it (`torch_facts`); without them, torch is asked. `fingerprint`:
+        what the workshop's kernels give here (`kernel_bits`), "" if unknown."""
         facts = _ask_torch() if facts is None else facts
         variables = {name: os.environ.get(name, NOT_SET) for name in VARIABLES}
         return cls(
@@ -449,6 +562,7 @@ class Platform:
             numpy_simd=numpy_simd(),
             threads=threads,
             cpu=cpu(),
+            fingerprint=fingerprint,
             emulation=os.environ.get(EMULATION, ""),
             python=_python_platform.python_version(),
             matplotlib=metadata.version("matplotlib"),
@@ -464,9 +578,11 @@ class Platform:
 
     @property
     def reproducible_across_cpus(self) -> bool:
-        """Whether the CPU's vendor and model leave the bits alone: MKL's COMPATIBLE branch
-        (for a computation that keeps off its Zen path and `torch.bernoulli_`; see the module's
-        docstring)."""
+        """Whether the CPU's name is left out of the identity: under MKL's COMPATIBLE branch
+        the fingerprint says what the CPU computes (two machines whose kernels give the same
+        bits are one platform, whatever they are called; two that differ, two platforms).
+        Under MKL's own branch (AUTO) the CPU is named besides: a path chosen by model may
+        differ on data the fingerprint's inputs never reach."""
         return self.mkl.split(",")[0] == "COMPATIBLE"
 
     def identity(self) -> dict[str, str]:
@@ -483,6 +599,8 @@ class Platform:
         }
         if not self.reproducible_across_cpus:
             out["cpu"] = self.cpu or "not recorded"
+        if self.fingerprint:
+            out["fingerprint"] = self.fingerprint
         if self.emulation:
             # Expected to compute as that CPU model does, but nobody here has compared yet.
             out["emulated by"] = self.emulation
@@ -504,6 +622,8 @@ class Platform:
         ]
         if "cpu" in i:
             parts.append(self.cpu_model or i["cpu"])  # vendor, family and model; not the brand
+        if "fingerprint" in i:
+            parts.append(f"bits-{i['fingerprint'][:8]}")
         if "emulated by" in i:
             parts.append("emulated")
         kept = "".join(c if c.isalnum() or c in "._" else "-" for c in "-".join(parts).lower())
@@ -533,6 +653,8 @@ class Platform:
             where = "on a CPU not recorded"
         if self.emulation:
             where += f", emulated by {self.emulation}"
+        if self.fingerprint:
+            where += f", its kernels giving the bits {self.fingerprint}"
         if self.set_by_user:
             where += f" ({', '.join(self.set_by_user)} set by the user)"
         return ", ".join([*said, where])
@@ -572,6 +694,7 @@ class Platform:
             "onednn": self.onednn,
             "set by the user": ", ".join(self.set_by_user) or "none",
             "torch threads": str(self.threads),
+            **({"fingerprint": self.fingerprint} if self.fingerprint else {}),
             **({"emulated by": self.emulation} if self.emulation else {}),
         }
 
@@ -579,7 +702,7 @@ class Platform:
     def from_json(cls, data: Mapping[str, Any]) -> Platform:
         """A platform from `to_json`'s form (older records: MKL's branch and oneDNN's cap
         from their variables) or from an identity (`identity()`, environment.json)."""
-        d = {str(k): str(v) for k, v in data.items()}
+        d = {str(k): str(v) for k, v in data.items() if k != KERNELS}
         if "aten" in d:  # an identity
             return cls(
                 machine=d["machine"],
@@ -591,6 +714,7 @@ class Platform:
                 numpy_simd=d["numpy simd"],
                 threads=int(d["threads"]),
                 cpu=d.get("cpu", ""),
+                fingerprint=d.get("fingerprint", ""),
                 emulation=d.get("emulated by", ""),
             )
         user = d.get("set by the user", "none")
@@ -605,6 +729,7 @@ class Platform:
             numpy_simd=d.get("numpy simd", "not recorded"),
             threads=int(d.get("torch threads", "0") or 0),
             cpu=d.get("cpu", ""),
+            fingerprint=d.get("fingerprint", ""),
             emulation=d.get("emulated by", ""),
             python=d.get("python", ""),
             matplotlib=d.get("matplotlib", ""),

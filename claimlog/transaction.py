@@ -84,7 +84,7 @@ class Update:
     # -- the lock ---------------------------------------------------------------------------
     def acquire(self) -> None:
         """Take the checkout's lock, or raise Busy naming the session that holds it."""
-        self.places.obtained.mkdir(parents=True, exist_ok=True)
+        self.places.make_obtained()
         lock = FileLock(self.places.obtained / ".update.lock")
         try:
             lock.acquire(timeout=0)

@@ -1,28 +1,31 @@
 """Verdicts: what a number that differs from the stored one means, on the platform of this run.
 
-A platform (`claimlog.platform`) decides the bits of every result. Where the numbers
-were computed decides how a difference from what is stored is judged:
+A platform (`claimlog.platform`) decides the bits of every result, and its fingerprint says
+which platform a machine is: the bits the workshop's own kernels give there. Three questions
+are kept apart, each answered by its own key: whether the recipe or the code changed (the
+claim's key, which the evidence carries: `claimlog.evidence.fragments`), which platform
+computed (its identity, fingerprint included), and how a seed's luck goes (the evidence over
+seeds, never a verdict). Where the numbers were computed decides how a difference from what
+is stored is judged:
 
 - on the **reference** platform (the snapshots' own, `snapshots/environment.json`), every
-  number is compared with its snapshot, and any difference fails;
+  number is compared with its snapshot, and any difference fails. Where the evidence's keys
+  are this checkout's too, nothing the keys see changed: something they do not see did, or
+  the computation is not deterministic, and the failure says so;
 - on a platform the evidence **holds** (a committed fragment at these seeds), every number is
   compared with that platform's own value, and any difference fails;
-- on a **new** platform (another architecture, another torch, a CPU under its native
-  kernels), a robust reading that prints differently from its snapshot fails; a fragile
-  reading that moved, and a training history's points, are drift;
+- on a **new** platform (another fingerprint, another torch, another architecture), any
+  number may move: its fingerprint says it computes otherwise. Every claim's sentence is
+  asserted on what it computed (in the claim, before any comparison), so a red result means
+  the text is wrong; a number that moved while the evidence's keys say the recipe and code
+  are those of the record is drift, named with both values, and passes. A number whose
+  evidence is of another key, or that has none (the claim or what it computes changed since
+  the sweep), fails where it moved: an edit is never taken for drift;
 - under `--strict-numbers`, on any platform, every number is compared with its snapshot and
   any difference fails.
 
-Exact means exact: the same float, bit for bit. On a new platform every claim's statement is
-still asserted on what it computed (that happens before any comparison, in the claim), so a
-red result means the text is wrong; what merely moved (a fragile reading, a training
-history's points, the lines that print them) is drift, named with both values, and passes.
-A **robust** reading is one every platform of the evidence prints alike: that it prints
-differently here is news, and fails.
-
-Verdicts read platforms only (`ReadingEvidence.platform_verdict`). Other seeds say how
-general a sentence is, never whether a print may move: a reading every platform prints alike
-fails when it prints differently here, however much it varies over minibatch orders.
+Exact means exact: the same float, bit for bit. Other seeds say how general a sentence is,
+never whether a print may move.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from claimlog.evidence.fragility import FRAGILE, Fragility, ReadingEvidence
+from claimlog.evidence.fragility import Fragility, ReadingEvidence
 from claimlog.evidence.tables import Table
 from claimlog.log.lines import LogLine
 from claimlog.log.readings import Reading
@@ -141,16 +144,17 @@ def judge_reading(
     exact: bool,
     evidence: ReadingEvidence | None,
 ) -> bool | None:
-    """None: nothing to say; False: a failure; True: drift (the rules of the module's docstring).
-    Only the platform verdict decides: a seed-unstable reading every platform prints alike is
-    robust here."""
+    """None: nothing to say; False: a failure; True: drift (the rules of the module's
+    docstring). On a platform judged inexactly, a moved reading is drift only while it has
+    fresh evidence: the evidence's key, the claim's in this checkout, says nothing was
+    edited."""
     if _same(here.as_float(), compared.as_float()):
         return None
     if exact:
         return False
     if here.printed == compared.printed:
         return None  # below the printed precision: nothing the text quotes moved
-    return evidence is not None and evidence.platform_verdict == FRAGILE
+    return evidence is not None
 
 
 def compare_readings(

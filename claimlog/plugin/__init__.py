@@ -26,6 +26,8 @@ imported), then registers its six modules and the workshop's own plugins:
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 
 import pytest
 
@@ -35,6 +37,22 @@ MODULES = tuple(
     f"claimlog.plugin.{name}"
     for name in ("options", "quoting", "fixtures", "session", "reports", "citations")
 )
+
+
+TORCH_FIRST = (
+    "claimlog: torch was imported before claimlog could set the reference kernels (by a "
+    "plugin or conftest loaded first, or PYTHONSTARTUP): it may compute with its own, as the "
+    "platform's fingerprint will show; set ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE "
+    "ONEDNN_MAX_CPU_ISA=AVX2 before Python starts to compute the reference's\n"
+)
+
+
+TORCH_CAME_FIRST = pytest.StashKey[bool]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.stash.get(TORCH_CAME_FIRST, False):
+        sys.stderr.write(TORCH_FIRST)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -54,7 +72,13 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
         return
     from claimlog import platform
 
+    before = {name: os.environ.get(name) for name in platform.TORCH_VARIABLES}
     platform.apply()
+    if "torch" in sys.modules and before != {n: os.environ.get(n) for n in before}:
+        # torch reads some of them as it is imported: what it computes now is its own
+        # choice, which the platform's fingerprint will show, not the reference's. Said once
+        # pytest's capture of conftest loading is over (pytest_configure).
+        early_config.stash[TORCH_CAME_FIRST] = True
     try:
         declaration = declare(load(spec, str(early_config.inipath)))
     except ValueError as error:

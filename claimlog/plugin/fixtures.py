@@ -47,6 +47,7 @@ from claimlog.plugin.options import (
     channel,
     fragility,
     kept_in_pytest_cache,
+    note_kernels,
     owned_keys,
     process_facts,
     process_platform,
@@ -153,9 +154,15 @@ class Computed:
     """Results by name, each computed at most once per key and kept by `memo` (a `Memo` of
     kind "result"). `inputs`: what every result depends on besides its name."""
 
-    def __init__(self, memo: Memo, inputs: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        memo: Memo,
+        inputs: Mapping[str, str],
+        probe: Callable[[str, Callable[[], object]], None] = lambda name, compute: None,
+    ) -> None:
         self.memo = memo
         self.inputs = dict(inputs)
+        self._probe = probe  # what the engine learns of a computation first (its kernels)
         self._done: dict[str, Any] = {}
 
     def key(self, name: str) -> str:
@@ -169,6 +176,7 @@ class Computed:
             return compute()
 
         if name not in self._done:
+            self._probe(name, compute)
             self._done[name] = self.memo.get(
                 name,
                 self.key(name),
@@ -208,7 +216,7 @@ def computed(pytestconfig: pytest.Config, recipe: Any) -> Computed:
         "workshop": repr(recipe),
         **process_platform(pytestconfig).cache_fields(),
     }
-    return Computed(memo, inputs)
+    return Computed(memo, inputs, lambda name, compute: note_kernels(pytestconfig, name, compute))
 
 
 @pytest.fixture(scope="session")
@@ -296,9 +304,10 @@ class DeclaredRuns:
     """The runs one claim declared with `@pytest.mark.runs`, and no others; each read
     checks the run's numbers (`Training.table`: its history) against their snapshot first."""
 
-    def __init__(self, request: pytest.FixtureRequest, runs: TrainedRuns) -> None:
+    def __init__(self, request: pytest.FixtureRequest, runs: TrainedRuns, recipe: Any) -> None:
         self._request = request
         self._runs = runs
+        self._recipe = recipe
         self._names = declared_runs(request.node)
         self._numbers = NumberSnapshots(
             request, settings(request.config), fragility(request.config)
@@ -313,6 +322,9 @@ class DeclaredRuns:
                 f"{self._request.node.nodeid} reads run {name!r} without declaring it: "
                 f"add it to its @pytest.mark.runs({', '.join(map(repr, self._names))})"
             )
+        training = self._runs.training
+        config = self._request.config
+        note_kernels(config, f"run {name}", lambda: training.train(name, self._recipe, ""))
         run = self._runs.get(name)
         if name not in self._checked:
             # Deferred: the claim first quotes its readings, so that what moved with the
@@ -327,9 +339,9 @@ class DeclaredRuns:
 
 
 @pytest.fixture
-def runs(request: pytest.FixtureRequest, run_cache: TrainedRuns) -> DeclaredRuns:
+def runs(request: pytest.FixtureRequest, run_cache: TrainedRuns, recipe: Any) -> DeclaredRuns:
     """The trained runs this claim declared with `@pytest.mark.runs(...)`."""
-    return DeclaredRuns(request, run_cache)
+    return DeclaredRuns(request, run_cache, recipe)
 
 
 # -- figures: checked, drawn or reused ------------------------------------------------------

@@ -36,7 +36,7 @@ import json
 import os
 import sys
 import uuid
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ from claimlog.evidence.fragility import EMPTY, Fragility
 from claimlog.evidence.fragility import load as load_fragility
 from claimlog.evidence.fragments import FragmentStore, claim_keys, seed_variant_name
 from claimlog.evidence.verdicts import HELD, NEW, REFERENCE, Standing
+from claimlog.kernels import NotDeterministic, differing, fingerprint, record
 from claimlog.log.lines import LogLine, claimed_keys, line_number, log
 from claimlog.places import Places
 from claimlog.platform import TORCH_FACTS_FOLDER, Platform, torch_facts
@@ -399,8 +400,9 @@ def header_line(config: pytest.Config) -> str:
         )
     else:
         where = (
-            f"a platform new to the evidence ({here.describe()}): a number every platform "
-            "prints alike fails if it moves, a platform-dependent one drifts"
+            f"a platform new to the evidence ({here.describe()}; {apart(config)}): the claims' "
+            "sentences decide, and a number that moved is drift while the evidence says the "
+            "code is the record's"
         )
     if seeds is not None:
         where += f"; at {seeds}, another experiment than the workshop's"
@@ -434,6 +436,8 @@ def _refuse_unwritable(s: Settings) -> None:
     }
     for option, folder in folders.items():
         try:
+            if folder.is_relative_to(s.places.obtained):
+                s.places.make_obtained()
             folder.mkdir(parents=True, exist_ok=True)
             writable = os.access(folder, os.W_OK)
         except OSError as error:
@@ -624,10 +628,17 @@ def every_run_kept(config: pytest.Config) -> bool:
         return False
     if not config.pluginmanager.has_plugin("cacheprovider"):
         return False
-    facts = platform.kept_torch_facts(Store(_pytest_cache(config) / TORCH_FACTS_FOLDER))
+    kept = Store(_pytest_cache(config) / TORCH_FACTS_FOLDER)
+    facts = platform.kept_torch_facts(kept)
     if facts is None:
         return False  # no session on this platform asked torch yet: none trained here either
-    where = Platform.here(config.getoption("claimlog_torch_threads"), facts).cache_fields()
+    threads = config.getoption("claimlog_torch_threads")
+    kernels = reference_kernels(Places(config.rootpath))
+    bits = platform.kept_kernel_bits(kernels, threads, kept) if kernels else {}
+    if bits is None:
+        return False  # nor the workshop's kernels: nothing was trained on this platform yet
+    print_ = fingerprint(bits) if bits else ""
+    where = Platform.here(threads, facts, print_).cache_fields()
     training = workshop.training()
     runs = TrainedRuns(
         training,
@@ -718,21 +729,109 @@ PLATFORM = pytest.StashKey[Platform]()
 STANDING = pytest.StashKey[Standing]()
 
 
+def platform_store(config: pytest.Config) -> Store | None:
+    """Where pytest's cache keeps what this machine's platform is (torch's facts, the bits of
+    the workshop's kernels): None under `-p no:cacheprovider`."""
+    pytest_cache = getattr(config, "cache", None)
+    return Store(pytest_cache.mkdir(TORCH_FACTS_FOLDER)) if pytest_cache is not None else None
+
+
 def process_facts(config: pytest.Config) -> dict[str, str]:
     """torch's facts of this process's platform, found once per process."""
     if FACTS not in config.stash:
-        pytest_cache = getattr(config, "cache", None)
-        store = Store(pytest_cache.mkdir(TORCH_FACTS_FOLDER)) if pytest_cache is not None else None
-        config.stash[FACTS] = torch_facts(store)
+        config.stash[FACTS] = torch_facts(platform_store(config))
     return config.stash[FACTS]
 
 
+KERNEL_BITS = pytest.StashKey[dict[str, str]]()
+
+
+def process_kernel_bits(config: pytest.Config) -> dict[str, str]:
+    """What the workshop's kernels, as the reference identity names them, give in this
+    process (`claimlog.platform.kernel_bits`): found once per process, kept in pytest's cache
+    across sessions; empty where the record names no kernels."""
+    if KERNEL_BITS not in config.stash:
+        s = settings(config)
+        kernels = reference_kernels(s.places)
+        store = platform_store(config)
+        found = platform.kernel_bits(kernels, s.torch_threads, store) if kernels else {}
+        config.stash[KERNEL_BITS] = found
+    return config.stash[KERNEL_BITS]
+
+
 def process_platform(config: pytest.Config) -> Platform:
-    """The platform this process computes on."""
+    """The platform this process computes on, its fingerprint included."""
     if PLATFORM not in config.stash:
         threads = settings(config).torch_threads
-        config.stash[PLATFORM] = Platform.here(threads, process_facts(config))
+        bits = process_kernel_bits(config)
+        print_ = fingerprint(bits) if bits else ""
+        config.stash[PLATFORM] = Platform.here(threads, process_facts(config), print_)
     return config.stash[PLATFORM]
+
+
+# The workshop's kernels this process saw its computations call, under an update that records
+# the reference (`records_kernels`); an xdist worker ships its own to the controller.
+RECORDED_KERNELS = pytest.StashKey[dict[str, tuple[str, ...]]]()  # by computation
+# Its computations refused as not deterministic: the update then records nothing at all.
+REFUSED = pytest.StashKey[list[str]]()
+
+
+def records_kernels(config: pytest.Config) -> bool:
+    """Whether this session may record the reference, and so its kernels: a full update at
+    the workshop's own seeds (a narrowed one, a sweep's job among them, never writes the
+    reference identity)."""
+    s = settings(config)
+    return s.update and not narrowed(config) and seed_variant_name(s.seeds) is None
+
+
+def note_kernels(config: pytest.Config, name: str, compute: Callable[[], object]) -> None:
+    """Under an update that records the reference: the kernels of the computation `name`,
+    started twice (`claimlog.kernels.record`); a computation that gives other bits the
+    second time fails the claim in one line, before anything is recorded."""
+    __tracebackhide__ = True
+    recorded = config.stash.setdefault(RECORDED_KERNELS, {})
+    if name in recorded or not records_kernels(config):
+        return
+    platform.import_torch()
+    try:
+        found = record(name, compute)
+    except NotDeterministic as refused:
+        config.stash.setdefault(REFUSED, []).append(str(refused))
+        pytest.fail(str(refused), pytrace=False)
+    recorded[name] = tuple(found)
+
+
+def recorded_kernels(config: pytest.Config) -> set[str]:
+    """Every kernel this process (and, on the controller, every worker) recorded."""
+    return {k for kernels in config.stash.get(RECORDED_KERNELS, {}).values() for k in kernels}
+
+
+def apart(config: pytest.Config) -> str:
+    """What sets this platform apart from the reference, for people: the names that differ
+    ("torch 2.14.1+cpu, not 2.13.0+cpu"), then the workshop's kernels whose bits differ
+    ("2 of its 74 kernels give other bits here than on the reference: aten.addmm.default on
+    float32 [300, 32], float32 [32, 32], ...")."""
+    s = settings(config)
+    reference = reference_identity(s)
+    if reference is None:
+        return "no reference is recorded"
+    here = process_platform(config)
+    ours, theirs = here.identity(), reference.identity()
+    said = [
+        f"{name} {ours.get(name, 'not named')}, not {theirs.get(name, 'not named')}"
+        for name in dict.fromkeys([*theirs, *ours])
+        if name != "fingerprint" and ours.get(name) != theirs.get(name)
+    ]
+    kernels = reference_kernels(s.places)
+    moved = differing(process_kernel_bits(config), kernels)
+    if moved:
+        shown = "; ".join(moved[:2]) + (f"; and {len(moved) - 2} more" if len(moved) > 2 else "")
+        said.append(
+            f"{len(moved)} of its {len(kernels)} kernels {'gives' if len(moved) == 1 else 'give'} "
+            "other bits here than on the "
+            f"reference: {shown}"
+        )
+    return ", ".join(said) or "the same names and bits as the reference"
 
 
 # What `Platform.identity()` always writes: a file that lacks one of them names no platform,
@@ -764,6 +863,12 @@ def read_reference(places: Places) -> Platform:
         return Platform.from_json(data)
     except ValueError as error:  # a thread count that is not a number
         raise UnreadableReference(f"{path} is damaged ({error})") from None
+
+
+def reference_kernels(places: Places) -> dict[str, str]:
+    """The workshop's kernels as the reference identity records them, each with what it gave
+    there (`claimlog.platform.reference_kernels`)."""
+    return platform.reference_kernels(places.environment)
 
 
 def reference_identity(s: Settings) -> Platform | None:

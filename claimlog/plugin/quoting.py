@@ -14,7 +14,8 @@ libraries each keep their own folder:
   one file per claim, per training run and per figure. This module reads the stored numbers
   itself, so a difference is told by name and judged by where this run computes
   (`claimlog.evidence.verdicts`): exactly on the reference and on a platform the evidence holds;
-  on a new one a robust reading must print the same and anything else that moved is drift.
+  on a new one the claim's sentence decides, and what moved is drift while the evidence's
+  keys say nothing was edited.
   pytest-regressions writes its files (`--snapshot-update`) and compares them a second time
   under `--strict-numbers`; a normal run is judged by this module's comparison alone.
 
@@ -43,6 +44,7 @@ from syrupy.extensions.amber import AmberSnapshotExtension
 from claimlog.evidence.fragility import Fragility
 from claimlog.evidence.tables import Table, slug
 from claimlog.evidence.verdicts import (
+    REFERENCE,
     Difference,
     Standing,
     compare_readings,
@@ -333,6 +335,16 @@ class NumberSnapshots:
 
 
 # -- `quoted` -------------------------------------------------------------------------------
+# Why a number moved on the reference while the evidence is fresh: neither the platform nor
+# the code the claim's key reads changed, so something else did.
+UNSEEN_BY_THE_KEYS = (
+    "This platform is the reference (its kernels give the reference's bits) and the "
+    "evidence's keys say the claim's code and recipe are the record's: something the keys do "
+    "not see changed (code outside what the workshop declares, an installed package), or the "
+    "computation is not deterministic."
+)
+
+
 class Quoted:
     """Checks a claim's readings and lines against the snapshots, then writes them."""
 
@@ -546,10 +558,14 @@ class Quoted:
 
     def _differs(self, failures: Sequence[Difference]) -> str:
         numbers = "\n".join(f"  {d.describe()}" for d in failures)
+        unseen = self._numbers.standing.kind == REFERENCE and all(
+            d.evidence is not None for d in failures
+        )
         return "\n".join(
             [
                 f"{self._item.nodeid}: the numbers differ from the snapshot\n{numbers}",
                 *pending(self._item),
+                *([UNSEEN_BY_THE_KEYS] if unseen else []),
                 self._numbers.update_hint(),
             ]
         )

@@ -26,6 +26,7 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from claimlog.evidence.fragments import seed_variant_name
 from claimlog.evidence.record import ClaimResult, Record
 from claimlog.evidence.tables import Table
 from claimlog.evidence.verdicts import HELD, NEW, REFERENCE, Moved, moved_in_the_recipe
+from claimlog.kernels import fingerprint
 from claimlog.log.lines import (
     PublishedLogError,
     claimed_keys,
@@ -45,15 +47,18 @@ from claimlog.log.lines import (
     read_published,
 )
 from claimlog.log.readings import Reading
-from claimlog.platform import Platform
+from claimlog.platform import KERNELS, Platform, kernel_bits
 from claimlog.plugin.options import (
     EVENTS,
+    RECORDED_KERNELS,
     RECOVERED,
+    REFUSED,
     SETTINGS,
     UNCITED,
     UPDATE,
     UPDATE_COMMAND,
     Settings,
+    apart,
     committed_fragility,
     end_update,
     fragility,
@@ -62,8 +67,11 @@ from claimlog.plugin.options import (
     is_controller,
     narrowed,
     owned_keys,
+    platform_store,
     process_platform,
+    recorded_kernels,
     reference_identity,
+    reference_kernels,
     sentence_of,
     settings,
     stale_claims,
@@ -179,6 +187,8 @@ def against_the_record(s: Settings, drawn: Sequence[str], root: Path) -> list[st
 PLATFORM_OUTPUT = "claimlog_platform"  # the platform an xdist worker computed on
 EVENTS_OUTPUT = "claimlog_events"  # what it computed, reused or found damaged (EVENTS)
 STANDING_OUTPUT = "claimlog_standing"  # where that platform stands with the evidence
+KERNELS_OUTPUT = "claimlog_kernels"  # under an update: the kernels its computations called
+REFUSED_OUTPUT = "claimlog_refused"  # its computations refused as not deterministic
 
 
 class Controller:
@@ -219,6 +229,10 @@ class Controller:
         """An xdist worker finished: add the runs it trained and the platform it used."""
         output = getattr(node, "workeroutput", {})
         self.config.stash[EVENTS].extend(Event(*e) for e in output.get(EVENTS_OUTPUT, []))
+        recorded = self.config.stash.setdefault(RECORDED_KERNELS, {})
+        for name, kernels in output.get(KERNELS_OUTPUT, {}).items():
+            recorded.setdefault(name, tuple(kernels))
+        self.config.stash.setdefault(REFUSED, []).extend(output.get(REFUSED_OUTPUT, []))
         if self.platform is None and output.get(PLATFORM_OUTPUT):
             self.platform = Platform.from_json(output[PLATFORM_OUTPUT])
         self.standing = self.standing or dict(output.get(STANDING_OUTPUT, {}))
@@ -348,15 +362,23 @@ class Controller:
 
     def _record_reference(self, computed_on: Platform) -> None:
         """A full update re-records every number: the reference is now the identity of the
-        platform that computed them. On any machine of the same platform the file keeps its
-        bytes; another identity (another torch, say) is said, with both."""
-        before = reference_identity(self.settings)
+        platform that computed them, its fingerprint made of the kernels this session's
+        computations called, replayed here (`claimlog.kernels`). On any machine of the same
+        platform the file keeps its bytes; another identity (another torch, say) is said,
+        with both."""
+        s = self.settings
+        before = reference_identity(s)
+        store = platform_store(self.config)
+        bits = kernel_bits(recorded_kernels(self.config), s.torch_threads, store)
+        computed_on = replace(computed_on, fingerprint=fingerprint(bits) if bits else "")
         now = Platform.from_json(computed_on.identity())
-        if before is not None and before.identity() == now.identity():
+        kept = reference_kernels(s.places)
+        if before is not None and before.identity() == now.identity() and kept == bits:
             self.summary.append(f"the reference identity is unchanged ({now.id})")
             return
-        environment = json.dumps(now.identity(), indent=2, sort_keys=True) + "\n"
-        atomic_write(self.settings.places.environment, environment)
+        identity = {**now.identity(), **({KERNELS: bits} if bits else {})}
+        environment = json.dumps(identity, indent=2, sort_keys=True) + "\n"
+        atomic_write(s.places.environment, environment)
         if before is None:
             self.summary.append(f"recorded the reference: {now.describe()}")
         else:
@@ -608,6 +630,7 @@ class Controller:
             said = recorded.describe() if recorded else "(unknown: no environment.json)"
             write(f"the reference:  {said}")
             write(f"this run:       {self.platform.describe()}")
+            write(f"what sets it apart: {apart(self.config)}")
             # Another torch release is added by its own command, which records only the
             # reference kernels: its numbers then say what that release moves, nothing else.
             other_torch = recorded is not None and recorded.torch != self.platform.torch
@@ -679,11 +702,12 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """On the controller, after every other plugin wrote its files (syrupy's included): an
-    update is put into place, or rolled back if the session was interrupted. An xdist
-    worker ships the platform it computed on (the controller imports no torch)."""
+    update is put into place, or rolled back if the session was interrupted or a computation
+    was refused as not deterministic (nothing it computed is a record). An xdist worker ships
+    the platform it computed on (the controller imports no torch)."""
     config = session.config
     if is_controller(config):
-        completed = session.exitstatus not in (
+        completed = not config.stash.get(REFUSED, None) and session.exitstatus not in (
             pytest.ExitCode.INTERRUPTED,
             pytest.ExitCode.INTERNAL_ERROR,
         )
@@ -701,6 +725,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         ]
         if not s.update:
             output[STANDING_OUTPUT] = _standing_of(config)
+        output[REFUSED_OUTPUT] = config.stash.get(REFUSED, [])
+        output[KERNELS_OUTPUT] = {
+            name: list(kernels) for name, kernels in config.stash.get(RECORDED_KERNELS, {}).items()
+        }
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -110,6 +110,7 @@ def sweep(args: argparse.Namespace) -> int:
 
     from claimlog.evidence.fragments import FragmentStore, claim_keys
     from claimlog.places import Places
+    from claimlog.platform import reference_kernels
     from claimlog.runner import selected
     from claimlog.store import unfinished_writes
     from claimlog.sweep import cluster, merge, report
@@ -127,14 +128,15 @@ def sweep(args: argparse.Namespace) -> int:
     for line in report.stale_evidence(store.stale_claims(), len(store.paths())):
         print(line)
     if not args.merge_only:
+        kernels = sorted(reference_kernels(places.environment))
         with contextlib.ExitStack() as running:
             if args.scheduler:
                 client = running.enter_context(Client(args.scheduler))
-                machines = cluster.worker_machines(client)
+                machines = cluster.worker_machines(client, kernels)
                 cache_dir = None  # each worker keeps its own cache (`job.worker_cache`)
             else:
                 cache = places.root / ".pytest_cache"  # resumes reuse trained runs
-                machines = {cluster.HERE: cluster.machine_here(cache)}
+                machines = {cluster.HERE: cluster.machine_here(cache, kernels)}
                 cache_dir = str(cache)
             jobs, total = cluster.plan(
                 machines,

@@ -17,14 +17,22 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from distributed import Client, as_completed
 
 from claimlog.evidence.fragments import Fragment, FragmentStore, Variant
-from claimlog.platform import NOT_SET, TORCH_REFERENCE, VARIABLES, Platform, apply
+from claimlog.platform import (
+    NOT_SET,
+    TORCH_FACTS_FOLDER,
+    TORCH_REFERENCE,
+    VARIABLES,
+    Platform,
+    apply,
+    fingerprint_under,
+)
 from claimlog.sweep.job import run_variant, worker_cache
 from claimlog.sweep.variants import (
     ATEN_AVX512,
@@ -47,27 +55,41 @@ class Machine:
     platform: Platform
     user_set: Mapping[str, str]
     best_aten: str
+    # What the workshop's kernels give under each platform variant's settings, by its name
+    # (seed variants compute under the workshop's own): measured on the machine.
+    fingerprints: Mapping[str, str] = field(default_factory=dict)
 
     def runs(self, variant: Variant) -> Platform:
         """The platform `variant` computes on here: the reference kernels or the machine's
         own, then what the worker's user set (a worker started with
         ATEN_CPU_CAPABILITY=default is such a platform), then the variant's one setting, as
-        the job's session will decide them."""
-        variables = {name: NOT_SET for name in VARIABLES}
-        if not variant.native:
-            variables.update(TORCH_REFERENCE)
-        variables.update(self.user_set)
-        variables.update(dict(variant.settings))
-        return self.platform.with_settings(variables, variant.threads, self.best_aten)
+        the job's session will decide them; and the fingerprint they give here."""
+        named = self.platform.with_settings(
+            variables(variant, self.user_set), variant.threads, self.best_aten
+        )
+        fingerprint = self.fingerprints.get(
+            variant.name if variant.axis == "platform" else WORKSHOP.name, ""
+        )
+        return replace(named, fingerprint=fingerprint)
 
 
-def _machine_here(cache: Path | None) -> dict[str, Any]:
-    """This process's machine, as JSON (torch's own CPU check, whatever the variables say).
+def variables(variant: Variant, user_set: Mapping[str, str]) -> dict[str, str]:
+    """The kernel variables a job of `variant` computes under (NOT_SET: the machine's)."""
+    chosen = {name: NOT_SET for name in VARIABLES}
+    if not variant.native:
+        chosen.update(TORCH_REFERENCE)
+    chosen.update(user_set)
+    chosen.update(dict(variant.settings))
+    return chosen
+
+
+def _machine_here(cache: Path | None, kernels: Sequence[str]) -> dict[str, Any]:
+    """This process's machine, as JSON (torch's own CPU check, whatever the variables say),
+    with the fingerprint of the workshop's `kernels` under each platform variant's settings.
     `cache`: the pytest cache its jobs keep torch's facts in (`torch_facts`): once a job or
     an earlier sweep asked torch there, nobody imports torch to ask again."""
     from claimlog.platform import (
         NUMPY_VARIABLE,
-        TORCH_FACTS_FOLDER,
         numpy_reference,
         numpy_simd,
         set_by_user,
@@ -83,11 +105,28 @@ def _machine_here(cache: Path | None) -> dict[str, Any]:
     if NUMPY_VARIABLE not in user_set:
         # Every job's session caps numpy as the reference does (under its native kernels too).
         here = replace(here, numpy_simd=numpy_simd(without=numpy_reference().split()))
-    return {"platform": here.to_json(), "user set": user_set, "best": facts["widest capability"]}
+    best = facts["widest capability"]
+    store = cache / "d" / TORCH_FACTS_FOLDER if cache else None
+    variants = [*per_machine(), *one_setting_varied(avx512=best == "AVX512")]
+    fingerprints = {
+        v.name: fingerprint_under(variables(v, user_set), v.threads, kernels, store)
+        for v in variants
+    }
+    return {
+        "platform": here.to_json(),
+        "user set": user_set,
+        "best": best,
+        "fingerprints": fingerprints,
+    }
 
 
 def _machine(found: Mapping[str, Any]) -> Machine:
-    return Machine(Platform.from_json(found["platform"]), found["user set"], found["best"])
+    return Machine(
+        Platform.from_json(found["platform"]),
+        found["user set"],
+        found["best"],
+        found.get("fingerprints", {}),
+    )
 
 
 # The one "address" of a cluster this sweep starts on this machine: its workers, started with
@@ -95,16 +134,16 @@ def _machine(found: Mapping[str, Any]) -> Machine:
 HERE = "this machine"
 
 
-def machine_here(cache: Path) -> Machine:
+def machine_here(cache: Path, kernels: Sequence[str]) -> Machine:
     """This machine, as each worker of a cluster started here will be (`HERE`): asked before
     starting one, so that a sweep with nothing to compute starts none. `cache`: the pytest
-    cache of the sweep's jobs."""
-    return _machine(_machine_here(cache))
+    cache of the sweep's jobs; `kernels`: the workshop's, as the reference records them."""
+    return _machine(_machine_here(cache, kernels))
 
 
-def _worker_machine() -> dict[str, Any]:
+def _worker_machine(kernels: Sequence[str]) -> dict[str, Any]:
     """The machine of the worker this runs on, with its jobs' cache (`job.worker_cache`)."""
-    return _machine_here(worker_cache())
+    return _machine_here(worker_cache(), kernels)
 
 
 @dataclass(frozen=True)
@@ -114,9 +153,9 @@ class Job:
     claims: tuple[str, ...] | None = None  # the stale claims it computes (None: every claim)
 
 
-def worker_machines(client: Client) -> dict[str, Machine]:
+def worker_machines(client: Client, kernels: Sequence[str]) -> dict[str, Machine]:
     """Each worker's address and machine."""
-    found: dict[str, dict[str, Any]] = client.run(_worker_machine)
+    found: dict[str, dict[str, Any]] = client.run(_worker_machine, list(kernels))
     return {address: _machine(m) for address, m in found.items()}
 
 

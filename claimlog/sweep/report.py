@@ -82,7 +82,7 @@ def _seen(e: ReadingEvidence) -> str:
 
 def _on_platforms(e: ReadingEvidence) -> str:
     """The platform verdict, what moves it, and whether the claim's bound depends on the
-    platform: "fragile (kernels, torch); bound holds on 4 of 19 platforms"."""
+    platform: "fragile (kernels, torch); bound holds on 4 of 21 platforms"."""
     moved = [MOVES_WITH[axis] for axis in e.moves_with]
     said = e.platform_verdict + (f" ({', '.join(moved)})" if moved else "")
     platforms = e.on_how_many_platforms()

@@ -1,0 +1,359 @@
+"""A platform's fingerprint: the bits the workshop's own kernels give on this machine.
+
+Names do not say which bits a machine computes: under the same kernel settings MKL takes a
+path of its own on some AMD cores and not on others, `torch.bernoulli_` asks cpuinfo, and
+nobody knows what the next release asks. So the platform (`claimlog.platform.Platform`)
+carries what its kernels compute, measured:
+
+- **recorded once**, under a full update, from the workshop's own computations: each
+  computed result and each trained run is started under a `TorchDispatchMode` that notes
+  every operator call's signature (the operator, its tensors' dtypes, shapes and strides,
+  its other arguments) until `QUIET` calls in a row bring nothing new: one step of a
+  training loop, its evaluation and its optimiser, and then the computation is stopped
+  (`record`). The signatures go into the reference identity (`snapshots/environment.json`),
+  each with the digest of what it gave there;
+- **replayed** anywhere (`replay`): each signature called on fixed inputs, made from integer
+  arithmetic that every CPU computes alike, each random operator from the same seed, and
+  its outputs hashed. The digest of all of them is the fingerprint: two machines that give
+  it are the same platform, whatever their CPUs are called, and a kernel whose bits differ
+  is named (`describe_kernel`).
+
+A deterministic computation, started twice in one process, calls the same kernels on the
+same bits. `record` starts it twice and compares every output: an unseeded generator, or
+anything else that makes a second run differ, is refused (`NotDeterministic`) naming the
+first call whose bits moved, before anything is recorded.
+
+Everything here imports torch when called, never when imported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+QUIET = 1_500  # calls in a row with no new signature: the computation has shown its kernels
+CAP = 30_000  # calls at most, whatever is still new (a loop whose shapes never settle)
+
+
+class NotDeterministic(Exception):
+    """Started twice in one process, a computation gave other bits (the message says where)."""
+
+
+class _Enough(Exception):
+    """Raised through a computation once its kernels are known: it need not go on."""
+
+
+def _describe(value: Any) -> Any:
+    """An operator's argument as JSON: a tensor by dtype, shape and strides (its values are
+    the replay's own), everything else as itself or by its kind."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        if value.layout != torch.strided:
+            return {"unreplayable": str(value.layout)}
+        return {
+            "tensor": str(value.dtype).removeprefix("torch."),
+            "shape": list(value.shape),
+            "stride": list(value.stride()),
+        }
+    if isinstance(value, list | tuple):
+        return [_describe(v) for v in value]
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return {"float": value.hex()}
+    if isinstance(value, torch.dtype):
+        return {"dtype": str(value).removeprefix("torch.")}
+    if isinstance(value, torch.device):
+        return {"device": value.type}
+    if isinstance(value, torch.layout | torch.memory_format):
+        return {"torch": str(value).removeprefix("torch.")}
+    if isinstance(value, torch.Generator):
+        return {"generator": None}  # the replay seeds torch's default one
+    return {"unreplayable": type(value).__name__}
+
+
+def signature(op: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
+    """One operator call, as the JSON text the record keeps: "aten.addmm.default" with its
+    arguments described (`_describe`)."""
+    described = {
+        "op": str(op),
+        "args": _describe(list(args)),
+        "kwargs": {k: _describe(v) for k, v in kwargs.items()},
+    }
+    return json.dumps(described, sort_keys=True, separators=(",", ":"))
+
+
+def _bits(value: Any, into: Any) -> None:
+    """Feed what `value` holds, bit for bit, to the hash `into`."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        flat = value.detach().reshape(-1).contiguous()
+        into.update(f"{flat.dtype}{tuple(value.shape)}".encode())
+        into.update(flat.view(torch.uint8).numpy().tobytes())
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _bits(item, into)
+    elif value is None or isinstance(value, bool | int | float | complex | str):
+        into.update(repr(value).encode())
+    else:
+        into.update(type(value).__name__.encode())  # a handle, not bits
+
+
+# Operators whose outputs hold whatever memory held, or the storage they are handed: their
+# bits are nobody's, or some other call's.
+NO_BITS = "no bits of its own"
+UNINITIALISED = (
+    "aten.set_",
+    "aten.empty",
+    "aten.empty_like",
+    "aten.empty_strided",
+    "aten.new_empty",
+    "aten.new_empty_strided",
+    "aten.resize_",
+)
+
+
+def _uninitialised(op_name: str) -> bool:
+    return op_name.rsplit(".", 1)[0] in UNINITIALISED
+
+
+def digest_of(value: Any) -> str:
+    h = hashlib.sha256()
+    _bits(value, h)
+    return h.hexdigest()[:16]
+
+
+def _calls_of(compute: Callable[[], Any]) -> list[tuple[str, str]]:
+    """(signature, digest of its outputs) of each operator call `compute` makes, until its
+    kernels are known (`QUIET`, `CAP`); then it is stopped."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    calls: list[tuple[str, str]] = []
+    seen: set[str] = set()
+
+    class Recorder(TorchDispatchMode):
+        quiet = 0
+
+        def __init__(self) -> None:
+            super().__init__()  # type: ignore[no-untyped-call]
+
+        def __torch_dispatch__(
+            self, op: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
+            out = op(*args, **(kwargs or {}))
+            if not str(op).startswith("aten.") or op.is_view:
+                return out  # a view computes nothing; the profiler's marks neither
+            called = signature(op, args, kwargs or {})
+            bits = NO_BITS if _uninitialised(str(op)) else digest_of(out)
+            calls.append((called, bits))
+            self.quiet = self.quiet + 1 if called in seen else 0
+            seen.add(called)
+            if self.quiet >= QUIET or len(calls) >= CAP:
+                raise _Enough
+            return out
+
+    try:
+        with Recorder():
+            compute()
+    except Exception:
+        # Stopped (autograd may wrap the stop in an error of its own), or failed: a
+        # computation that fails fails again, outside the recorder, where its error is shown.
+        pass
+    return calls
+
+
+def record(name: str, compute: Callable[[], Any]) -> dict[str, str]:
+    """The kernels of the computation `name`: {signature: digest of what it gave}. Started
+    twice, with torch's, numpy's and Python's global generators left as they were for the
+    computation itself; NotDeterministic if the second start gave other bits."""
+    import numpy as np
+    import torch
+
+    torch_state, numpy_state, python_state = (
+        torch.get_rng_state(),
+        np.random.get_state(),
+        random.getstate(),
+    )
+    try:
+        first, second = _calls_of(compute), _calls_of(compute)
+    finally:
+        torch.set_rng_state(torch_state)
+        np.random.set_state(numpy_state)
+        random.setstate(python_state)
+    moved = _first_moved(first, second)
+    if moved is not None:
+        raise NotDeterministic(
+            f"{name} is not deterministic: started twice in this process, {moved} gave other "
+            "bits; seed every generator it draws from inside the computation, and compute "
+            "with a fixed thread count"
+        )
+    return {called: bits for called, bits in first if bits != NO_BITS}
+
+
+def _first_moved(first: Sequence[tuple[str, str]], second: Sequence[tuple[str, str]]) -> str | None:
+    """The first call of `first` whose bits the same call of `second` does not give, for
+    people ("its 3rd call of aten.normal_.default on float32 [4, 2]"), or None. Calls are
+    matched kernel by kernel, the k-th call of each with the k-th: a computation that reads a
+    kept result only the first time it starts makes calls the second start does not."""
+    again: dict[str, list[str]] = {}
+    for called, bits in second:
+        again.setdefault(called, []).append(bits)
+    seen: dict[str, int] = {}
+    for called, bits in first:
+        k = seen[called] = seen.get(called, 0) + 1
+        later = again.get(called, [])
+        if bits != NO_BITS and k <= len(later) and later[k - 1] != bits:
+            return f"its call {k} of {describe_kernel(called)}"
+    return None
+
+
+# -- the replay -----------------------------------------------------------------------------
+def _operator(name: str) -> Any:
+    import torch
+
+    namespace, op, overload = name.split(".")
+    return getattr(getattr(getattr(torch.ops, namespace), op), overload)
+
+
+class _Unreplayable(Exception):
+    pass
+
+
+def _filled(spec: Mapping[str, Any], salt: int) -> Any:
+    """A tensor of the described dtype, shape and strides, filled with values every CPU
+    computes alike: integer arithmetic, then one exact division (floats in (0, 1), valid for
+    probabilities, logarithms and square roots; integers 0 and 1, valid as indices)."""
+    import torch
+
+    dtype = getattr(torch, spec["tensor"])
+    shape, stride = spec["shape"], spec["stride"]
+    size = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, stride, strict=True))
+    k = (torch.arange(size, dtype=torch.int64) * 2654435761 + salt * 40503) % 65536
+    if dtype.is_floating_point or dtype.is_complex:
+        values = ((k.to(torch.float64) + 0.5) / 65536).to(dtype)
+    elif dtype == torch.bool:
+        values = k % 2 == 0
+    else:
+        values = (k % 2).to(dtype)
+    return values.as_strided(shape, stride)
+
+
+def _built(described: Any, salts: Iterable[int]) -> Any:
+    import torch
+
+    if isinstance(described, list):
+        return [_built(d, salts) for d in described]
+    if not isinstance(described, dict):
+        return described
+    if "tensor" in described:
+        return _filled(described, next(iter(salts)))
+    if "float" in described:
+        return float.fromhex(described["float"])
+    if "dtype" in described:
+        return getattr(torch, described["dtype"])
+    if "device" in described:
+        return torch.device(described["device"])
+    if "torch" in described:
+        return getattr(torch, described["torch"])
+    if "generator" in described:
+        return None
+    raise _Unreplayable(described.get("unreplayable", "an argument of no known kind"))
+
+
+def replay(signatures: Iterable[str]) -> dict[str, str]:
+    """{signature: digest of what it gives here}, each called on fixed inputs (`_filled`),
+    each random operator after seeding torch's default generator with 0 (torch's global
+    generator is left as it was). A call that cannot be made here is digested by its error,
+    which is a bit of the platform too."""
+    import itertools
+
+    import torch
+
+    out: dict[str, str] = {}
+    with torch.random.fork_rng(devices=[]):
+        for called in sorted(set(signatures)):
+            described = json.loads(called)
+            salts = itertools.count(1)
+            try:
+                args = _built(described["args"], salts)
+                kwargs = {k: _built(v, salts) for k, v in described["kwargs"].items()}
+                torch.manual_seed(0)
+                given = _operator(described["op"])(*args, **kwargs)
+                uninitialised = _uninitialised(described["op"])
+                out[called] = NO_BITS if uninitialised else digest_of(given)
+            except _Unreplayable as why:
+                out[called] = f"unreplayable: {why}"
+            except Exception as error:  # how it fails is what it gives here
+                out[called] = f"error: {type(error).__name__}"
+    return out
+
+
+def fingerprint(digests: Mapping[str, str]) -> str:
+    """The digest of every kernel's digest: what the platform's identity carries."""
+    h = hashlib.sha256()
+    for called in sorted(digests):
+        h.update(called.encode() + b"\0" + digests[called].encode() + b"\n")
+    return h.hexdigest()[:12]
+
+
+def describe_kernel(called: str) -> str:
+    """A signature for people: "aten.addmm.default on float32 [300, 32], [32, 32] (strided)"."""
+    described = json.loads(called)
+    tensors: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, dict) and "tensor" in value:
+            shape, stride = value["shape"], value["stride"]
+            contiguous = all(
+                stride[i] == _product(shape[i + 1 :]) for i in range(len(shape)) if shape[i] > 1
+            )
+            tensors.append(f"{value['tensor']} {shape}" + ("" if contiguous else " (strided)"))
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+
+    walk(described["args"])
+    walk(described["kwargs"])
+    return f"{described['op']} on " + ", ".join(tensors) if tensors else described["op"]
+
+
+def _product(values: Sequence[int]) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
+def differing(here: Mapping[str, str], reference: Mapping[str, str]) -> list[str]:
+    """The kernels that give other bits here than `reference` says, for people, widest
+    first (the products that set a platform apart are usually the wide ones)."""
+    moved = [s for s in reference if here.get(s) != reference[s]]
+    return [describe_kernel(s) for s in sorted(moved, key=lambda s: (-_elements(s), s))]
+
+
+def _elements(called: str) -> int:
+    """How many numbers a call's tensors hold, together: how wide it is."""
+    total = 0
+
+    def walk(value: Any) -> None:
+        nonlocal total
+        if isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, dict) and "tensor" in value:
+            total += _product(value["shape"])
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+
+    described = json.loads(called)
+    walk([described["args"], described["kwargs"]])
+    return total
