@@ -5,8 +5,8 @@ its recipe, a log of eleven lines, five claims, its snapshots and a page of text
 log. In a scratch copy of its folder, as its author would work: `pytest` runs its claims and
 checks its text, an edit of the recipe goes through one `--snapshot-update` (the snapshots,
 the log and the text's quotes at once), and the sweep computes again only the evidence the
-edit made stale. And its net keeps off the two routes by which torch's numbers depend on the
-CPU's vendor under the reference kernels (docs/platforms.md).
+edit made stale. It is ordinary PyTorch (`nn.Linear`, `nn.Dropout`), whose bits differ by
+CPU: tests/test_fingerprint.py runs it on both of MKL's paths.
 """
 
 import os
@@ -74,8 +74,8 @@ def test_its_claims_log_text_update_and_sweep_work_as_an_author_uses_them(dropou
     assert "500 full-batch Adam steps" in log
     text = (dropout.path / "text" / "dropout.md").read_text()
     assert "for 500 full-batch Adam steps (line 4)" in text
-    # The steps the prose quotes, and all six accuracies of the two fits.
-    assert "rewrote 7 quotes whose numbers moved, in 1 document" in said
+    # The steps the prose quotes, and the four numbers of the two fits that moved with them.
+    assert "rewrote 5 quotes whose numbers moved, in 1 document" in said
     assert "Compute only these again: python -m claimlog.sweep" in said
     dropout("-m", "pytest")  # the new record, the rewritten text: all of it holds
 
@@ -85,53 +85,3 @@ def test_its_claims_log_text_update_and_sweep_work_as_an_author_uses_them(dropou
     assert "the evidence of 4 claims is stale" in swept
     header = dropout("-m", "pytest").splitlines()
     assert any(line.startswith("dropout: ") and "the evidence is fresh" in line for line in header)
-
-
-def test_its_net_calls_no_matrix_product_and_no_bernoulli(monkeypatch):
-    """A step of the workshop's own fit (its data, its net with dropout, one Adam step and
-    both accuracies) dispatches no matrix product (MKL's, whose COMPATIBLE branch takes a path
-    of its own on AMD's Zen cores for layers eight or more wide) and no `bernoulli_` (which
-    draws from MKL on Intel CPUs only): the two routes that made its log print other
-    accuracies on an Intel Xeon than on an AMD EPYC (docs/platforms.md). The same fit of a net
-    built from `nn.Linear` and `nn.Dropout` dispatches a matrix product and `bernoulli_`,
-    each, so either check can fail."""
-    import dataclasses
-
-    import torch
-    from dropout import experiment
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    products = {"mm", "addmm", "bmm", "baddbmm", "mv", "addmv", "dot", "vdot", "matmul"}
-    products |= {"_addmm_activation", "linear"}
-
-    class Dispatched(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.ops = set()
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.ops.add(func.overloadpacket.__name__)
-            return func(*args, **(kwargs or {}))
-
-    def routes():
-        """The matrix products and the bernoulli draws one step of the fit dispatches."""
-        recipe = dataclasses.replace(experiment.RECIPE, steps=1)
-        with Dispatched() as dispatched:
-            experiment.fit(recipe, recipe.dropout)
-        return dispatched.ops & products, {op for op in dispatched.ops if "bernoulli" in op}
-
-    assert routes() == (set(), set())
-
-    def torchs_network(recipe, dropout):
-        with torch.random.fork_rng(devices=[]):  # nn.Linear and nn.Dropout draw from it
-            torch.manual_seed(recipe.weight_seed)
-            return torch.nn.Sequential(
-                torch.nn.Linear(2, recipe.width),
-                torch.nn.ReLU(),
-                torch.nn.Dropout(dropout),
-                torch.nn.Linear(recipe.width, 1),
-            )
-
-    monkeypatch.setattr(experiment, "network", torchs_network)
-    matrix_products, bernoulli = routes()
-    assert matrix_products and bernoulli, (matrix_products, bernoulli)
