@@ -20,25 +20,28 @@ Besides the code and the seeds, a result's bits are decided by what computes it:
 AVX2, numpy without any of its AVX-512 dispatch targets, and one thread. Under them every
 x86-64 CPU measured (AMD EPYC of three generations, Intel Xeon of two) computes bnvg's
 numbers bit for bit alike: the committed numbers were computed with them, and every process
-that computes uses them unless told otherwise. They leave two routes to the CPU's vendor,
-which a workshop whose numbers travel keeps off (docs/platforms.md): MKL's COMPATIBLE branch
-takes a code path of its own on AMD's Zen cores for layers eight or more wide (bnvg's are
-four), and `torch.bernoulli_` (`nn.Dropout`'s masks) draws from MKL on Intel CPUs only. A
+that computes uses them unless told otherwise. They do not make every computation the same
+everywhere: MKL's COMPATIBLE branch still takes a path of its own on some AMD cores for
+products eight or more wide, and `torch.bernoulli_` (`nn.Dropout`'s masks) draws from MKL on
+Intel CPUs only. Which machines compute alike is measured, by the fingerprint below. A
 variable the user set wins and is recorded as the user's. `apply(native=True)`
 (`--native-kernels`) leaves torch's kernels to the machine, as a reader running the workshop
 script would. The variables are read when torch (MKL, oneDNN) and numpy initialise, so
 `apply` runs before they are imported: the pytest plugin applies the reference as it is
-imported, before anything imports numpy.
+imported, before anything imports numpy, and before the workshop's own modules import torch.
 
 **A `Platform`** records what computed, from what this process dispatches to (not from what
 the CPU could do): numpy's vector width is read from the dispatch targets numpy enabled
 after `NPY_DISABLE_CPU_FEATURES`, not from its list of CPU features, which names features
 (AVX512_SPR, AVX512FP16, ...) that no dispatch target of the installed numpy uses.
-`Platform.identity()` keeps only what moves the floats, and `Platform.id` names it: under
-MKL's COMPATIBLE branch the CPU is no part of it, so an Intel and an AMD machine are one
-platform (for a computation off the two routes above). Two runs with the same identity
-compute the same numbers; the evidence of one is the other's. The reference is such an
-identity (`snapshots/environment.json`), not a machine.
+`Platform.identity()` keeps only what moves the floats, and `Platform.id` names it. Its
+**fingerprint** is what the workshop's own kernels give here (`claimlog.kernels`: recorded
+from its computations by a full update, replayed on fixed inputs, `kernel_bits`): under MKL's
+COMPATIBLE branch it speaks for the CPU, whose name is then no part of the identity, so two
+machines whose kernels give the same bits are one platform whatever they are called, and two
+that differ are two. Two runs with the same identity compute the same numbers; the evidence of
+one is the other's. The reference is such an identity (`snapshots/environment.json`, with the
+kernels its fingerprint replays), not a machine.
 """
 
 from __future__ import annotations
