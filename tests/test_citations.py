@@ -3,7 +3,7 @@
 import pytest
 
 from claimlog.evidence.fragility import EMPTY
-from claimlog.log.readings import FRACTION, MAGNITUDE, RATIO, SETTING, Quantity, Reading
+from claimlog.log.readings import FRACTION, MAGNITUDE, RATIO, REAL, SETTING, Quantity, Reading
 from claimlog.text.citations import CitedLine, check, find_citations, rounds_to, says
 
 
@@ -105,6 +105,19 @@ def test_a_line_says_its_names_and_what_its_headings_say():
     assert problem.startswith("quotes 4000 as a setting, which no cited line says: line 40 says")
     assert problem.endswith("; 4000 is printed at line 64 (S6 recipe, steps)")
     assert verdict("After 4000 steps it is 3015x (line 40).", {40: [LINES[64]]}).problems == []
+
+
+def test_a_number_printed_as_another_kind_names_both_kinds_and_the_one_to_declare():
+    """Issue 50: a loss declared `Kind.REAL` is there to quote; only its kind differs."""
+    loss = Reading("fit", Quantity("final train loss", REAL, ".4f"), 0.3625)
+    lines = {6: CitedLine(6, "final train loss = 0.3625", (loss,))}
+    [c] = find_citations("m.md", "Its train loss ends at 0.3625 (line 6).")
+    [problem] = check(c, lines, {}, EMPTY, n_lines=6).problems
+    assert problem == (
+        "quotes 0.3625 as a loss, and line 6 prints 0.3625 as 'fit, final train loss', but "
+        "declared of kind real (Kind.REAL), not loss: declare its Quantity with Kind.LOSS if "
+        "it is one, or word the sentence for what it is"
+    )
 
 
 def test_a_missing_or_unverified_line_is_a_problem():

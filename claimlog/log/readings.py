@@ -82,6 +82,12 @@ KINDS: Mapping[str, Kind] = {
 }
 
 
+def declared_as(kind: Kind) -> str:
+    """How an author declares `kind` in a `Quantity`: "Kind.LOSS", "Kind.PERCENT"."""
+    attribute = next(a for a in dir(Kind) if a.isupper() and getattr(Kind, a) is kind)
+    return f"Kind.{attribute}"
+
+
 def kind_named(name: str) -> Kind:
     try:
         return KINDS[name]

@@ -48,7 +48,8 @@ from dataclasses import dataclass, field, replace
 from claimlog.declaration import declared
 from claimlog.evidence.fragility import ROBUST, Fragility, ReadingEvidence, Seen, version_key
 from claimlog.evidence.verdicts import status_of
-from claimlog.log.readings import Bound, Reading
+from claimlog.log.readings import KINDS as READING_KINDS
+from claimlog.log.readings import Bound, Reading, declared_as
 from claimlog.text.prose import Paragraph, paragraphs
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
@@ -519,6 +520,20 @@ def check(
         primary = [r for r in candidates if said_kind and r.kind.name == KINDS[said_kind][0]]
         nearest = _nearest(primary or candidates, quoted)
         elsewhere = _printed_elsewhere(quoted, said_kind, lines, citation.lines)
+        other = next(((c, r) for c in cited for r in c.readings if says(r, quoted)), None)
+        if said_kind is not None and not pool and other is not None:
+            # The number is there, but the cited lines print nothing of the kind the sentence
+            # says: name both kinds, and how the author declares the one it says.
+            line, printed = other
+            wanted = READING_KINDS[KINDS[said_kind][0]]
+            verdict.problems.append(
+                f"quotes {quoted} as {'an' if said_kind[0] in 'aeiou' else 'a'} {said_kind}, "
+                f"and line {line.number} prints {printed.printed} as {printed.name!r}, but "
+                f"declared of kind {printed.kind.name} ({declared_as(printed.kind)}), not "
+                f"{wanted.name}: declare its Quantity with {declared_as(wanted)} if it is "
+                f"one, or word the sentence for what it is"
+            )
+            continue
         if nearest is None:
             shown = "; ".join(f"line {c.number} says {c.text.strip()!r}" for c in cited)
             article = "an" if said_kind and said_kind[0] in "aeiou" else "a"
