@@ -15,7 +15,7 @@ def test_the_log_names_the_torch_and_numpy_that_computed_it(
     """Workshop: "torch 2.12.1+cpu | numpy 2.2.6 | seed 0" as published: the training-end
     numbers depend on the torch release, so the log says which one computed them. This
     line is written by a process that runs the claims, so it names the torch they used, as
-    torch reports itself (`bnvg.experiment.torch_facts`)."""
+    torch reports itself (the engine's `torch_platform` fixture)."""
     # The thread count changes training results too: one, unless the sweep asked otherwise.
     # A process that computed anything imported torch; one that reused every result did
     # not, and its results' keys name the thread count they were computed with.

@@ -1,11 +1,10 @@
-"""The log: readings, the wording of every line, and the line numbers the text cites.
+"""The log: the wording and layout of results.log, and how the experiment's results fill it.
 
 No torch here: the pytest-xdist controller writes results.log from readings its workers
-computed, and never imports torch.
+computed, and never imports torch. Readings, templates and lines are claimlog's
+(`claimlog.log`); what is bnvg's is:
 
-- `readings`: a named, typed number, and what a claim asserts about it (`Bound`);
-- `templates`: a line's wording with a field per number (`Template`), and every line's;
-- `layout`: every line of results.log in order, the headings each line is read under, and
-  the published log, read back through the same templates;
-- `fill`: from the experiment's results to filled lines.
+- `layout`: every line's wording, and every line of results.log in order, the headings each
+  line is read under (`log()`, as the workshop declares it);
+- `fill`: from the experiment's results to filled lines, one function per kind of line.
 """
