@@ -147,6 +147,9 @@ def _number_pattern(quantity: Quantity) -> str:
 Heading = Literal["section", "block", "document"]
 
 
+HEADER = "the log's header"  # the lines above the first section heading
+
+
 @dataclass(frozen=True)
 class LogLine:
     """One filled line: its text, and the readings it prints (in the order it prints them)."""
@@ -313,6 +316,13 @@ class Log:
             n: fixed[n].text for n, line in enumerate(self.lines, 1) if line.heading == "section"
         }
 
+    def section_of(self, number: int) -> str:
+        """The heading of the section line `number` lies in ("[S6] training runs (...)"), or
+        `HEADER` for a line above the first heading: how reports group what a line says,
+        in the workshop's own words."""
+        above = [(n, text) for n, text in self.section_headings().items() if n <= number]
+        return max(above, default=(0, HEADER))[1]
+
     def context_of(self, number: int) -> tuple[int, ...]:
         """The heading lines that line `number` is read under: the document's header, its
         section's heading and, within the section, its block's heading."""
@@ -406,6 +416,10 @@ def section_headings() -> dict[int, str]:
 
 def context_of(number: int) -> tuple[int, ...]:
     return log().context_of(number)
+
+
+def section_of(number: int) -> str:
+    return log().section_of(number)
 
 
 def read_published(path: Path) -> dict[str, Reading]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import html
 import os
-import re
 import shlex
 from collections.abc import Generator, Mapping, Sequence
 from functools import cache
@@ -28,7 +27,13 @@ import pytest
 from claimlog.declaration import declared
 from claimlog.evidence.fragility import Fragility, listed
 from claimlog.evidence.verdicts import Moved
-from claimlog.log.lines import PublishedLogError, line_number, read_published, section_headings
+from claimlog.log.lines import (
+    PublishedLogError,
+    line_number,
+    read_published,
+    section_headings,
+    section_of,
+)
 from claimlog.log.readings import Reading
 from claimlog.platform import Platform
 from claimlog.plugin.options import (
@@ -48,10 +53,6 @@ from claimlog.text.prose import NOTHING_CITED
 
 # -- the claims report ----------------------------------------------------------------------
 STATUSES = ("verified", "drifted", "failed", "skipped", "not run")
-_SECTION = re.compile(r"test_(s\d+)_")
-
-
-HEADER = "the log's header"  # the lines above the first section heading
 
 
 def _sections() -> list[tuple[int, str]]:
@@ -59,16 +60,13 @@ def _sections() -> list[tuple[int, str]]:
     return sorted(section_headings().items())
 
 
-def _section_of(nodeid: str, claim: ClaimOutcome) -> str:
-    """The log section a claim belongs to: that of the first line it owns, or else the one
-    its module is named after (test_s4_...)."""
-    match = _SECTION.search(nodeid)
-    tag = f"[{match.group(1).upper()}]" if match else ""
+def _section_of(claim: ClaimOutcome, module_first: int | None) -> str:
+    """The log section a claim belongs to: that of the first line it owns, or else that of
+    the first line its module's claims own (a figure's claim beside the claims of its lines),
+    in the workshop's own headings; "other claims" for a module that owns no line."""
     if claim.owns:
-        first = _position(claim)
-        header = f"{tag} {HEADER}" if tag else HEADER  # bnvg's modules name it [S0]
-        return max(((n, text) for n, text in _sections() if n <= first), default=(0, header))[1]
-    return next((text for _, text in _sections() if tag and text.startswith(tag)), "other claims")
+        return section_of(_position(claim))
+    return section_of(module_first) if module_first is not None else "other claims"
 
 
 @cache
@@ -178,9 +176,15 @@ def render_claims_report(
         out += ["", "## What the update did to the text", "", "```", *rewritten, "```"]
     if uncited is not None:
         out += _uncited(uncited)
+    first_of_module: dict[str, int] = {}
+    for nodeid, claim in claims.items():
+        if claim.owns:
+            module = nodeid.split("::", 1)[0]
+            first_of_module[module] = min(_position(claim), first_of_module.get(module, 10**9))
     by_section: dict[str, list[str]] = {}
     for nodeid in sorted(claims, key=lambda n: (_position(claims[n]), n)):
-        by_section.setdefault(_section_of(nodeid, claims[nodeid]), []).append(nodeid)
+        module_first = first_of_module.get(nodeid.split("::", 1)[0])
+        by_section.setdefault(_section_of(claims[nodeid], module_first), []).append(nodeid)
     order = [text for _, text in _sections()]
     for section in sorted(by_section, key=lambda t: order.index(t) if t in order else -1):
         nodeids = by_section[section]

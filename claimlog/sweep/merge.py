@@ -20,17 +20,26 @@ seed run on several platforms counts once, from the reference platform if it ran
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from claimlog.declaration import declared
 from claimlog.evidence.fragility import Rate, from_document, version_key
 from claimlog.evidence.fragments import Fragment, FragmentStore, claim_keys
-from claimlog.log.lines import layout, line_named, line_number, read_published, section_headings
+from claimlog.log.lines import (
+    layout,
+    line_named,
+    line_number,
+    read_published,
+    section_headings,
+    section_of,
+)
 from claimlog.log.readings import Reading, Value, kind_named
 from claimlog.places import Places
 from claimlog.platform import Platform
@@ -207,26 +216,35 @@ def merge(fragments: list[Fragment], places: Places) -> Merged:
     )
 
 
-def section_titles() -> dict[str, str]:
-    """ "S4" -> "[S4] at-init measurements (...)": the log's section headings."""
-    titles = {"S0": "[S0] the log's header"}
-    titles.update({text[1:].split("]")[0]: text for text in section_headings().values()})
-    return titles
-
-
 def module_of(claim: str) -> str:
     """ "claims/test_s6_training.py::test_x" -> "test_s6_training"."""
     return claim.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
 
 
-def _modules(document: Mapping[str, Any]) -> list[tuple[str, str]]:
-    titles = section_titles()
+def _modules(
+    document: Mapping[str, Any], fragility: Mapping[str, Any], claims: Path
+) -> list[tuple[str, str]]:
+    """Each claims module, titled in the workshop's own words: the heading of the log
+    section its claims' readings lie in ("[S6] training runs (...)"); for a module whose
+    claims print no reading (a header's) or readings of several sections, the first line of
+    its docstring; else its name. `claims`: the claims folder."""
+    sections: dict[str, set[str]] = {}
+    for reading in fragility["readings"].values():
+        sections.setdefault(module_of(reading["claim"]), set()).add(section_of(reading["line"]))
     modules = sorted({module_of(claim) for claim in document["claims"]})
-    out = []
-    for module in modules:
-        tag = module.split("_")[1].upper() if module.startswith("test_s") else ""
-        out.append((module, titles.get(tag, module)))
-    return out
+    return [
+        (m, min(sections[m]) if len(sections.get(m, ())) == 1 else _told(claims / f"{m}.py", m))
+        for m in modules
+    ]
+
+
+def _told(module: Path, name: str) -> str:
+    """The first line of a claims module's docstring, or `name` where it has none."""
+    try:
+        said = ast.get_docstring(ast.parse(module.read_text()))
+    except (OSError, SyntaxError, ValueError):
+        said = None
+    return said.strip().splitlines()[0] if said else name
 
 
 def write(merged: Merged, places: Places) -> list[str]:
@@ -242,7 +260,11 @@ def write(merged: Merged, places: Places) -> list[str]:
     atomic_write(places.fragility_md, fragility_md)
     robustness_json = json.dumps(merged.robustness, indent=1, sort_keys=True) + "\n"
     atomic_write(places.robustness_json, robustness_json)
-    robustness_md = report.render_robustness(merged.robustness, _modules(merged.robustness), guide)
+    robustness_md = report.render_robustness(
+        merged.robustness,
+        _modules(merged.robustness, merged.fragility, places.root / "claims"),
+        guide,
+    )
     atomic_write(places.robustness_md, robustness_md)
     rendered = {
         FINDINGS_BEGIN: report.findings(merged.robustness),
