@@ -47,12 +47,19 @@ def dropout(tmp_path):
 
 @pytest.mark.slow
 def test_its_claims_log_text_update_and_sweep_work_as_an_author_uses_them(dropout):
-    """One author's session, start to end (each step a command in the workshop's folder)."""
-    # `pytest`: its claims pass, its log is the committed one, and its text's citations are
-    # checked, each a test of its own.
+    """One author's session, start to end (each step a command in the workshop's folder), on
+    whatever machine runs it: its nets are 64 wide, so MKL's path on this CPU decides their
+    bits, and the run says which platform it computed on."""
+    # `pytest`: its claims pass, its text's citations are checked, each a test of its own,
+    # and on the reference its log is the committed one, byte for byte (elsewhere it is this
+    # platform's: the evidence holds both of MKL's paths).
     said = dropout("-m", "pytest", "-v")
     committed = (dropout.path / "captures" / "results.log").read_bytes()
-    assert (dropout.path / "obtained" / "results.log").read_bytes() == committed
+    header = next(line for line in said.splitlines() if line.startswith("dropout: "))
+    if header.startswith("dropout: the reference platform"):
+        assert (dropout.path / "obtained" / "results.log").read_bytes() == committed
+    else:
+        assert header.startswith("dropout: a platform the evidence holds"), header
     assert said.count("claims/test_dropout.py::") == 5
     cited = re.findall(r"\bline \d+\)", (dropout.path / "text" / "dropout.md").read_text())
     assert said.count("text/dropout.md::") == len(cited) == 9
@@ -74,8 +81,10 @@ def test_its_claims_log_text_update_and_sweep_work_as_an_author_uses_them(dropou
     assert "500 full-batch Adam steps" in log
     text = (dropout.path / "text" / "dropout.md").read_text()
     assert "for 500 full-batch Adam steps (line 4)" in text
-    # The steps the prose quotes, and the four numbers of the two fits that moved with them.
-    assert "rewrote 5 quotes whose numbers moved, in 1 document" in said
+    # The steps the prose quotes, and every number of the two fits that moved with them
+    # (which ones, this machine's MKL path decides): the run after the update checks them all.
+    assert re.search(r"rewrote \d+ quotes whose numbers moved, in 1 document", said)
+    assert "text/dropout.md:6  600 -> 500 (log line 4, net, steps)" in said
     assert "Compute only these again: python -m claimlog.sweep" in said
     dropout("-m", "pytest")  # the new record, the rewritten text: all of it holds
 
