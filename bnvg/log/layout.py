@@ -39,15 +39,10 @@ RULE = "=" * 72
 
 # -- the header ---------------------------------------------------------------------------------
 
-VERSIONS = Template(
-    "torch {torch} | numpy {numpy} | seed {seed}",
-    {"seed": Quantity("seed", SETTING)},
-)
 NETWORK = Template(
     "network: {depth} hidden layers x {width} neurons, sigmoid activations",
     {"depth": Quantity("hidden layers", SETTING), "width": Quantity("neurons per layer", SETTING)},
 )
-PLOT_SAVED = Template("  [plot saved: diagrams/{name}]")
 
 # -- S1 -----------------------------------------------------------------------------------------
 
@@ -319,7 +314,7 @@ AT_INIT_NETS = {
 
 
 def plot(name: str) -> Line:
-    return _claimed(PLOT_SAVED, f"plot {name}", {"name": name})
+    return Line.plot(name)  # the engine's own line, as every workshop's
 
 
 def _run(key: str, label: str, lr: float | None = None) -> Line:
@@ -352,7 +347,7 @@ def layout(workshop: Workshop = WORKSHOP) -> tuple[Line, ...]:
     lines: list[Line] = [
         _text(RULE),
         _text("Batch Norm vs Vanishing Gradients -- experiment log"),
-        _claimed(VERSIONS, "versions", seed=w.seed),
+        Line.versions(seed=w.seed),  # the engine's own header line
         _fixed(NETWORK, "network", "document", depth=w.depth, width=w.width),
         _text(RULE),
         BLANK,

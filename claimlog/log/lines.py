@@ -47,7 +47,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from claimlog.log.readings import FLAG, STEP_SPEC, Bound, Quantity, Reading, Value
+from claimlog.log.readings import FLAG, SETTING, STEP_SPEC, Bound, Quantity, Reading, Value
 
 # -- a line's wording ---------------------------------------------------------------------
 _FORMATTER = string.Formatter()
@@ -159,6 +159,16 @@ class LogLine:
     readings: tuple[Reading, ...]
     names: tuple[str, ...] = ()  # the text fields' values: a layer's number, a variant's name
 
+    @staticmethod
+    def versions(torch: str, numpy: str) -> LogLine:
+        """The declared log's versions line (`Line.versions`), naming what computed it."""
+        return log().line_named(VERSIONS).fill({"torch": torch, "numpy": numpy})
+
+    @staticmethod
+    def plot(name: str) -> LogLine:
+        """The declared log's line for the figure `name` (`Line.plot`)."""
+        return log().line_named(f"{PLOT}{name}").fill()
+
     def reading(self, label: str) -> Reading:
         for r in self.readings:
             if r.label == label or r.name == label:
@@ -227,6 +237,24 @@ class Line:
     def words(cls, words: str, heading: Heading | None = None) -> Line:
         """A line of words without numbers, which nobody needs to name."""
         return cls(Template(words), heading=heading)
+
+    # -- the engine's own lines: every workshop's log has them alike -------------------------
+    @classmethod
+    def versions(cls, seed: int | None = None) -> Line:
+        """The header's line that names what computed the log ("torch 2.13.0+cpu | numpy
+        2.2.6 | seed 0"): the claim that owns it fills it with `LogLine.versions` (where a
+        log has it, `--other-torch-build` lets it alone differ, and the sweep's upgrade
+        report shows it moving with every release)."""
+        if seed is None:
+            return cls.by_claim(_VERSIONS, VERSIONS)
+        return cls.by_claim(_VERSIONS_AND_SEED, VERSIONS, seed=seed)
+
+    @classmethod
+    def plot(cls, name: str) -> Line:
+        """The line that says a figure was drawn ("  [plot saved: diagrams/x.png]"), owned by
+        the claim that draws it and filled with `LogLine.plot`: the claims report shows the
+        picture beside it."""
+        return cls.by_claim(_PLOT_SAVED, f"{PLOT}{name}", {"name": name})
 
     def fill(self, text: Mapping[str, str] | None = None, /, **values: Value) -> LogLine:
         """This line with the claim's `values` (by field name) and the layout's settings."""
@@ -373,6 +401,12 @@ class Log:
 # another build of the same torch release may differ there alone (--other-torch-build), and
 # the sweep's upgrade report shows it moving with every release.
 VERSIONS = "versions"
+PLOT = "plot "  # a figure's line is called "plot x.png"
+_VERSIONS = Template("torch {torch} | numpy {numpy}")
+_VERSIONS_AND_SEED = Template(
+    "torch {torch} | numpy {numpy} | seed {seed}", {"seed": Quantity("seed", SETTING)}
+)
+_PLOT_SAVED = Template("  [plot saved: diagrams/{name}]")
 
 
 def versions_line() -> int | None:

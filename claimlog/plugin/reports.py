@@ -28,6 +28,7 @@ from claimlog.declaration import declared
 from claimlog.evidence.fragility import Fragility, listed
 from claimlog.evidence.verdicts import Moved
 from claimlog.log.lines import (
+    PLOT,
     PublishedLogError,
     line_number,
     read_published,
@@ -250,8 +251,8 @@ def _claim(
                 f"| {status} | {over} |"
             )
     for key in claim.owns:
-        if key.startswith("plot "):
-            png = settings.diagrams / key.removeprefix("plot ")
+        if key.startswith(PLOT):
+            png = settings.diagrams / key.removeprefix(PLOT)
             link = os.path.relpath(png, report.parent)
             committed = settings.places.diagrams / png.name
             if committed != png and differs(committed, png):
@@ -324,8 +325,8 @@ class HtmlExtras:
             added.append(extras.html(self._readings_table(report, readings)))
         s = settings(self.config)
         for key in owned_keys(item):
-            if key.startswith("plot "):
-                png = s.diagrams / key.removeprefix("plot ")
+            if key.startswith(PLOT):
+                png = s.diagrams / key.removeprefix(PLOT)
                 committed = s.places.diagrams / png.name
                 if committed != png and differs(committed, png):
                     added.append(extras.html(_side_by_side(committed, png)))

@@ -4,9 +4,9 @@ import sys
 from importlib import metadata
 
 import pytest
-from dropout.fill import fit_line, plot_saved, versions
+from dropout.fill import fit_line
 
-from claimlog import Table, about, above, at_least, below
+from claimlog import LogLine, Table, about, above, at_least, below
 
 TRUE_LABELS = 80.0  # percent of the training labels left as they are (a fifth are flipped)
 
@@ -19,7 +19,7 @@ def test_the_log_names_the_torch_and_numpy_that_computed_it(
     torch = sys.modules.get("torch")
     if torch is not None:  # computed here, with the session's thread count
         assert torch.get_num_threads() == pytestconfig.getoption("--torch-threads")
-    results_log.write(versions(torch_platform["torch"], metadata.version("numpy")))
+    results_log.write(LogLine.versions(torch_platform["torch"], metadata.version("numpy")))
 
 
 @pytest.mark.log_lines("without dropout")
@@ -69,4 +69,4 @@ def test_accuracies_figure_is_drawn(fits, figure, quoted):
     train, test = table.columns["training accuracy %"], table.columns["test accuracy %"]
     assert train[1] < train[0] and test[1] > test[0], f"train {train}, test {test}"
     figure.draw("accuracies.png", table, TRUE_LABELS)
-    quoted.lines(plot_saved("accuracies.png"))
+    quoted.lines(LogLine.plot("accuracies.png"))

@@ -17,10 +17,3 @@ def fit_line(key: str, fit: Fit) -> LogLine:
     train, test = fit.train_acc * 100, fit.test_acc * 100
     return log().line_named(key).fill(train=train, test=test, gap=train - test)
 
-
-def versions(torch: str, numpy: str) -> LogLine:
-    return log().line_named("versions").fill({"torch": torch, "numpy": numpy})
-
-
-def plot_saved(name: str) -> LogLine:
-    return log().line_named(f"plot {name}").fill()

@@ -16,9 +16,6 @@ _FIT = Template(
         "gap": Quantity("train - test", Kind.REAL, "+.1f"),
     },
 )
-VERSIONS = Template(
-    "torch {torch} | numpy {numpy} | seed {seed}", {"seed": Quantity("seed", Kind.SETTING)}
-)
 DATA = Template(
     "data: {n_train} training points ({flipped}% of their labels flipped), {n_test} test points",
     {
@@ -39,7 +36,6 @@ NET = Template(
 WITH_DROPOUT = Template(
     "[2] with dropout, p = {p}", {"p": Quantity("dropout probability", Kind.SETTING)}
 )
-PLOT_SAVED = Template("  [plot saved: diagrams/{name}]")
 
 
 @cache
@@ -49,7 +45,7 @@ def log() -> Log:
     return Log(
         (
             Line.words("Dropout against overfitting -- experiment log"),
-            Line.by_claim(VERSIONS, "versions", seed=r.seed),
+            Line.versions(seed=r.seed),
             Line.fixed(
                 DATA,
                 "data",
@@ -67,7 +63,7 @@ def log() -> Log:
             Line.words(""),
             Line.fixed(WITH_DROPOUT, "with dropout", "section", p=r.dropout),
             Line.by_claim(_FIT, "with dropout, fit"),
-            Line.by_claim(PLOT_SAVED, "plot accuracies.png", {"name": "accuracies.png"}),
+            Line.plot("accuracies.png"),
         ),
         home="dropout.log.log()",
     )
