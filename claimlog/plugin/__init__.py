@@ -39,20 +39,27 @@ MODULES = tuple(
 )
 
 
-TORCH_FIRST = (
-    "claimlog: torch was imported before claimlog could set the reference kernels (by a "
-    "plugin or conftest loaded first, or PYTHONSTARTUP): it may compute with its own, as the "
-    "platform's fingerprint will show; set ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE "
-    "ONEDNN_MAX_CPU_ISA=AVX2 before Python starts to compute the reference's\n"
-)
-
-
-TORCH_CAME_FIRST = pytest.StashKey[bool]()
+# Said in one line each, once pytest's capture of conftest loading is over (pytest_configure).
+CAME_FIRST = {
+    "torch": (
+        "claimlog: torch was imported before claimlog could set the reference kernels (by a "
+        "plugin or conftest loaded first, or PYTHONSTARTUP): it may compute with its own, as "
+        "the platform's fingerprint will show; set ATEN_CPU_CAPABILITY=avx2 "
+        "MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=AVX2 before Python starts to compute the "
+        "reference's\n"
+    ),
+    "numpy": (
+        "claimlog: numpy was imported before claimlog could cap its vectors at AVX2 (by a "
+        "plugin loaded first: pytest-randomly imports it, `-p no:randomly` keeps it out): it "
+        "computes with its own, and the platform says so\n"
+    ),
+}
+IMPORTED_FIRST = pytest.StashKey[list[str]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if config.stash.get(TORCH_CAME_FIRST, False):
-        sys.stderr.write(TORCH_FIRST)
+    for module in config.stash.get(IMPORTED_FIRST, []):
+        sys.stderr.write(CAME_FIRST[module])
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -72,13 +79,16 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
         return
     from claimlog import platform
 
-    before = {name: os.environ.get(name) for name in platform.TORCH_VARIABLES}
+    reads = {"torch": platform.TORCH_VARIABLES, "numpy": (platform.NUMPY_VARIABLE,)}
+    before = {name: os.environ.get(name) for name in platform.VARIABLES}
     platform.apply()
-    if "torch" in sys.modules and before != {n: os.environ.get(n) for n in before}:
-        # torch reads some of them as it is imported: what it computes now is its own
-        # choice, which the platform's fingerprint will show, not the reference's. Said once
-        # pytest's capture of conftest loading is over (pytest_configure).
-        early_config.stash[TORCH_CAME_FIRST] = True
+    # torch and numpy read their variables as they are imported: one imported already
+    # computes with its own choice (the platform says what), not the reference's.
+    early_config.stash[IMPORTED_FIRST] = [
+        module
+        for module, variables in reads.items()
+        if module in sys.modules and any(before[n] != os.environ.get(n) for n in variables)
+    ]
     try:
         declaration = declare(load(spec, str(early_config.inipath)))
     except ValueError as error:

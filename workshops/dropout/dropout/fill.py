@@ -16,4 +16,3 @@ def fit_line(key: str, fit: Fit) -> LogLine:
     """A run's line: its accuracies in percent, as the log prints them."""
     train, test = fit.train_acc * 100, fit.test_acc * 100
     return log().line_named(key).fill(train=train, test=test, gap=train - test)
-
