@@ -10,11 +10,20 @@ configuration:
 The engine knows nothing else of it: every pytest session run there, and every sweep job,
 reads the declaration from that line (`declared`); a folder that names none gets no claimlog
 at all (the plugin stays inert, as syrupy does until a test asks for a snapshot).
+
+`claimlog init DIR` (`init`) writes a new workshop that passes at once, from the files of
+`claimlog/scaffold/`: a recipe and a fit in ordinary PyTorch, its log, its declaration, two
+claims, a page of text that cites the log and its pytest configuration; then records it with
+one `pytest --snapshot-update`, which also rewrites the page's quotes to the numbers this
+machine computed.
 """
 
 from __future__ import annotations
 
 import importlib
+import keyword
+import subprocess
+import sys
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -175,3 +184,40 @@ def declared_in(folder: Path) -> Declaration:
     except (OSError, KeyError, tomllib.TOMLDecodeError) as error:
         raise ValueError(f"{path} declares no workshop ({INI_NAME}): {error}") from None
     return declare(load(spec, str(path)))
+
+
+# -- a new workshop -------------------------------------------------------------------------
+SCAFFOLD = Path(__file__).resolve().parent / "scaffold"
+PLACEHOLDER = "__WORKSHOP__"  # the workshop's name, in the scaffold's paths and texts
+
+
+def init(folder: Path) -> str:
+    """Write a new workshop into `folder` (which must not exist, or be empty), named after
+    it, and record it on this machine. Returns what was done, for people; ValueError naming
+    what is wrong with `folder`, RuntimeError with the update's output if it failed."""
+    name = folder.name.replace("-", "_").lower()
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise ValueError(
+            f"{folder}: a workshop is named after its folder, and {folder.name!r} makes no "
+            "Python package name: use letters, digits, '_' or '-', not starting with a digit"
+        )
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise ValueError(f"{folder} exists and is not an empty folder: give a new one")
+    for template in sorted(SCAFFOLD.rglob("*.tmpl")):
+        relative = str(template.relative_to(SCAFFOLD).with_suffix(""))
+        target = folder / relative.replace(PLACEHOLDER, name).replace("gitignore", ".gitignore")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(template.read_text().replace(PLACEHOLDER, name))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--snapshot-update", "-q", "-p", "no:randomly"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        said = done.stdout[-3000:] + done.stderr[-2000:]
+        raise RuntimeError(f"recording {folder} failed:\n{said}")
+    return (
+        f"wrote the workshop {name!r} into {folder} and recorded its numbers on this machine.\n"
+        f"Next: cd {folder} && pytest   (then git init, and commit it: the record is yours)"
+    )
