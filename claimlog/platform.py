@@ -88,6 +88,15 @@ USER, REFERENCE_DEFAULT, MACHINE = "user", "reference", "machine"
 EMULATION = "CLAIMLOG_EMULATION"
 
 
+def installed(distribution: str) -> str:
+    """The installed version of `distribution`, or "" where it is not: matplotlib draws a
+    workshop's figures, and a workshop without figures need not install it."""
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return ""
+
+
 def x86_64(machine: str | None = None) -> bool:
     """Whether `machine` (this process's by default) is x86-64, where the reference kernels
     exist."""
@@ -568,7 +577,7 @@ class Platform:
             fingerprint=fingerprint,
             emulation=os.environ.get(EMULATION, ""),
             python=_python_platform.python_version(),
-            matplotlib=metadata.version("matplotlib"),
+            matplotlib=installed("matplotlib"),
             kernels=variables,
             set_by_user=tuple(set_by_user()),
         )

@@ -28,7 +28,6 @@ import json
 import pickle
 import platform
 from collections.abc import Callable, Mapping
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -37,7 +36,7 @@ import pytest
 
 from claimlog.declaration import Training, declared
 from claimlog.evidence.tables import Table
-from claimlog.platform import import_for_the_whole_process, import_torch
+from claimlog.platform import import_for_the_whole_process, import_torch, installed
 from claimlog.plugin.options import (
     EVENTS,
     RUNS_CACHE,
@@ -347,7 +346,7 @@ def runs(request: pytest.FixtureRequest, run_cache: TrainedRuns, recipe: Any) ->
 # -- figures: checked, drawn or reused ------------------------------------------------------
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # What the figures are drawn with and on, beside the numbers and the code.
-RENDERER = (metadata.version("matplotlib"), platform.python_version(), platform.machine())
+RENDERER = (installed("matplotlib"), platform.python_version(), platform.machine())
 
 
 def fingerprint(value: Any) -> list[bytes | str]:
