@@ -6,9 +6,10 @@
     nox -s nbval               # the workshop's notebooks, their stored outputs checked by nbval
 
 Each session makes a fresh virtual environment with that Python, installs the project with
-its pinned dependencies (`pip install -e '.[dev]'`), then runs `pytest claims/` and
-`pytest claims/ tests/`, then compares what they wrote with the committed log and figures
-(`python -m claimlog.runner`), and fails if anything differs. On Python 3.11 pip takes the CPU
+its pinned dependencies (as the README does: the engine, the second workshop and bnvg), then
+runs `pytest claims/` and `pytest claims/ tests/`, then compares what they wrote with the
+committed log and figures (`python -m claimlog.runner`), and fails if anything differs. On
+Python 3.11 pip takes the CPU
 build of torch 2.13.0 from this machine's disk; on 3.12 and 3.13 it takes torch 2.13.0 from
 the package index, a CUDA build of several GB, which computes on the CPU here, and whose name
 the log's versions line carries: the one difference the comparison is told to expect
@@ -61,11 +62,15 @@ def _pyenv_pythons_on_path() -> None:
 _pyenv_pythons_on_path()
 
 
+# The project as the README installs it: the engine, the second workshop, bnvg with its tools.
+PROJECT = ("-e", "./engine", "-e", "./workshops/dropout", "-e", ".[dev]")
+
+
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     """The README's two commands, on one Python, writing into the session's own folder, then
     how the log and the figures compare with the committed ones."""
-    session.install("-e", ".[dev]")
+    session.install(*PROJECT)
     # Not session.create_tmp(): it points TMPDIR inside the project, where pytest would take
     # the project's own pyproject.toml for the scratch projects the tests make.
     out = Path(session.virtualenv.location) / "out"
@@ -131,17 +136,20 @@ def _reference_torch() -> str:
 
 
 def _dependencies_but_torch() -> list[str]:
-    """pyproject.toml's pinned dependencies, torch left out (a release session brings its
-    own)."""
-    project = tomllib.loads(Path("pyproject.toml").read_text())["project"]
-    return [d for d in project["dependencies"] if re.split(r"[=<>~! \[]", d)[0] != "torch"]
+    """The pinned dependencies of the engine (with its extras) and of bnvg, torch left out (a
+    release session brings its own), and claimlog itself (it is this checkout's)."""
+    engine = tomllib.loads(Path("engine/pyproject.toml").read_text())["project"]
+    bnvg = tomllib.loads(Path("pyproject.toml").read_text())["project"]
+    pins = [*engine["dependencies"], *engine["optional-dependencies"]["text"]]
+    pins += [*engine["optional-dependencies"]["sweep"], *bnvg["dependencies"]]
+    return [d for d in pins if re.split(r"[=<>~! \[]", d)[0] not in ("torch", "claimlog")]
 
 
 def _release_session(release: str) -> None:
     @nox.session(name=f"torch-{release}", python="3.11", reuse_venv=True, default=False)
     def release_session(session: nox.Session) -> None:
         session.install("-r", f"requirements/torch-{release}.txt", *_dependencies_but_torch())
-        session.install("--no-deps", "-e", ".")
+        session.install("--no-deps", *PROJECT)
         session.run("python", "-m", "claimlog.sweep", "--release", *session.posargs)
 
     release_session.__doc__ = (

@@ -184,7 +184,13 @@ def debian_packages(
 
 
 def pinned_dependencies() -> list[str]:
-    return list(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"])
+    """The engine's pinned dependencies with the extras bnvg uses, and bnvg's own; claimlog
+    itself is read from this checkout."""
+    engine = tomllib.loads((ROOT / "engine" / "pyproject.toml").read_text())["project"]
+    bnvg = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    extras = engine["optional-dependencies"]
+    pins = [*engine["dependencies"], *extras["text"], *extras["sweep"], *bnvg]
+    return [d for d in pins if not d.startswith("claimlog")]
 
 
 def build(cache: Path) -> dict[str, Path]:

@@ -247,7 +247,7 @@ def test_every_page_of_docs_is_linked_from_the_readme():
 
 # -- (d) the README: short, and its two commands as CI runs them --------------------------------
 
-FIRST = "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/pytest claims/"
+FIRST = "python3 -m venv .venv && .venv/bin/pip install -e ./engine -e ./workshops/dropout -e '.[dev]' && .venv/bin/pytest claims/"
 SECOND = ".venv/bin/pytest claims/ tests/"
 
 
