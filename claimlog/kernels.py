@@ -294,7 +294,10 @@ def replay(signatures: Iterable[str]) -> dict[str, str]:
 
 
 def fingerprint(digests: Mapping[str, str]) -> str:
-    """The digest of every kernel's digest: what the platform's identity carries."""
+    """The digest of every kernel's digest: what the platform's identity carries ("" for no
+    kernels: a workshop whose record names none yet)."""
+    if not digests:
+        return ""
     h = hashlib.sha256()
     for called in sorted(digests):
         h.update(called.encode() + b"\0" + digests[called].encode() + b"\n")

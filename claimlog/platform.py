@@ -452,7 +452,7 @@ from claimlog.platform import kernel_bits
 from claimlog.store import Store
 kernels, threads, store = json.loads(sys.stdin.read())
 bits = kernel_bits(kernels, threads, Store(Path(store)) if store else None)
-print(fingerprint(bits) if bits else "")
+print(fingerprint(bits))
 """
 
 

@@ -633,12 +633,11 @@ def every_run_kept(config: pytest.Config) -> bool:
     if facts is None:
         return False  # no session on this platform asked torch yet: none trained here either
     threads = config.getoption("claimlog_torch_threads")
-    kernels = reference_kernels(Places(config.rootpath))
+    kernels = platform.reference_kernels(Places(config.rootpath).environment)
     bits = platform.kept_kernel_bits(kernels, threads, kept) if kernels else {}
     if bits is None:
         return False  # nor the workshop's kernels: nothing was trained on this platform yet
-    print_ = fingerprint(bits) if bits else ""
-    where = Platform.here(threads, facts, print_).cache_fields()
+    where = Platform.here(threads, facts, fingerprint(bits)).cache_fields()
     training = workshop.training()
     runs = TrainedRuns(
         training,
@@ -752,7 +751,7 @@ def process_kernel_bits(config: pytest.Config) -> dict[str, str]:
     across sessions; empty where the record names no kernels."""
     if KERNEL_BITS not in config.stash:
         s = settings(config)
-        kernels = reference_kernels(s.places)
+        kernels = platform.reference_kernels(s.places.environment)
         store = platform_store(config)
         found = platform.kernel_bits(kernels, s.torch_threads, store) if kernels else {}
         config.stash[KERNEL_BITS] = found
@@ -763,9 +762,8 @@ def process_platform(config: pytest.Config) -> Platform:
     """The platform this process computes on, its fingerprint included."""
     if PLATFORM not in config.stash:
         threads = settings(config).torch_threads
-        bits = process_kernel_bits(config)
-        print_ = fingerprint(bits) if bits else ""
-        config.stash[PLATFORM] = Platform.here(threads, process_facts(config), print_)
+        bits = fingerprint(process_kernel_bits(config))
+        config.stash[PLATFORM] = Platform.here(threads, process_facts(config), bits)
     return config.stash[PLATFORM]
 
 
@@ -822,13 +820,13 @@ def apart(config: pytest.Config) -> str:
         for name in dict.fromkeys([*theirs, *ours])
         if name != "fingerprint" and ours.get(name) != theirs.get(name)
     ]
-    kernels = reference_kernels(s.places)
+    kernels = platform.reference_kernels(s.places.environment)
     moved = differing(process_kernel_bits(config), kernels)
     if moved:
         shown = "; ".join(moved[:2]) + (f"; and {len(moved) - 2} more" if len(moved) > 2 else "")
+        give = "gives" if len(moved) == 1 else "give"
         said.append(
-            f"{len(moved)} of its {len(kernels)} kernels {'gives' if len(moved) == 1 else 'give'} "
-            "other bits here than on the "
+            f"{len(moved)} of its {len(kernels)} kernels {give} other bits here than on the "
             f"reference: {shown}"
         )
     return ", ".join(said) or "the same names and bits as the reference"
@@ -863,12 +861,6 @@ def read_reference(places: Places) -> Platform:
         return Platform.from_json(data)
     except ValueError as error:  # a thread count that is not a number
         raise UnreadableReference(f"{path} is damaged ({error})") from None
-
-
-def reference_kernels(places: Places) -> dict[str, str]:
-    """The workshop's kernels as the reference identity records them, each with what it gave
-    there (`claimlog.platform.reference_kernels`)."""
-    return platform.reference_kernels(places.environment)
 
 
 def reference_identity(s: Settings) -> Platform | None:

@@ -47,7 +47,7 @@ from claimlog.log.lines import (
     read_published,
 )
 from claimlog.log.readings import Reading
-from claimlog.platform import KERNELS, Platform, kernel_bits
+from claimlog.platform import KERNELS, Platform, kernel_bits, reference_kernels
 from claimlog.plugin.options import (
     EVENTS,
     RECORDED_KERNELS,
@@ -71,7 +71,6 @@ from claimlog.plugin.options import (
     process_platform,
     recorded_kernels,
     reference_identity,
-    reference_kernels,
     sentence_of,
     settings,
     stale_claims,
@@ -370,9 +369,9 @@ class Controller:
         before = reference_identity(s)
         store = platform_store(self.config)
         bits = kernel_bits(recorded_kernels(self.config), s.torch_threads, store)
-        computed_on = replace(computed_on, fingerprint=fingerprint(bits) if bits else "")
+        computed_on = replace(computed_on, fingerprint=fingerprint(bits))
         now = Platform.from_json(computed_on.identity())
-        kept = reference_kernels(s.places)
+        kept = reference_kernels(s.places.environment)
         if before is not None and before.identity() == now.identity() and kept == bits:
             self.summary.append(f"the reference identity is unchanged ({now.id})")
             return
