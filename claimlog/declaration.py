@@ -104,7 +104,7 @@ class Declaration:
       kept under a key of them (the `computed` fixture);
     - `quoting`: the code that turns a result into the numbers its lines print (bnvg's
       `fill.py`): no result depends on it, a claim's readings do. A claim's key is the code it
-      reaches in `computing` and `quoting` (`claimlog.store.code_keys_at`), so an edit
+      reaches in `computing` and `quoting` (`claimlog.slicing.code_keys_at`), so an edit
       elsewhere (the layout, the engine) leaves every claim's evidence fresh;
     - `key_parts`: what a fixture depends on beyond its own code, by fixture name (the code
       that trains a run and every run's spec, for `runs`);

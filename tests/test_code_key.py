@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from claimlog.store import _slice_names, code_key
+from claimlog.slicing import _slice_names, code_key
 
 
 @dataclass
@@ -406,7 +406,7 @@ def test_the_key_is_the_same_in_another_process(package, tmp_path):
         """,
     )
     program = (
-        "import importlib, sys; from claimlog.store import code_key; "
+        "import importlib, sys; from claimlog.slicing import code_key; "
         f"print(code_key(importlib.import_module('{package.name}.facts').f))"
     )
     paths = os.pathsep.join([str(tmp_path), *sys.path])
@@ -451,7 +451,7 @@ def test_code_reads_the_same_on_every_python_from_3_11():
     differs by Python (3.12 adds `type_params=[]` to every function, 3.13 leaves empty fields
     out), and gave every claim another key on each; this reading is the same on 3.11, 3.12
     and 3.13 (checked over every statement of the project when it was written)."""
-    from claimlog.store import _dumped
+    from claimlog.slicing import _dumped
 
     function = ast.parse("def f(x):\n    return x + 1\n").body[0]
     assert _dumped(function) == (

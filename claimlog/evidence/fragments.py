@@ -11,7 +11,7 @@ parts count.
 **Which computation: a key per claim.** Evidence of another computation is no evidence for this
 one: after the recipe's `steps` go from 4000 to 3000, the old fragments' 0.0079 is no value any
 platform prints for this workshop. So every claim has a key (`claim_keys`): the digest of the
-code it executes, sliced by definition (`claimlog.store.code_key`): its own function, the
+code it executes, sliced by definition (`claimlog.slicing.code_key`): its own function, the
 fixtures it requests, and every function, class and recipe constant of the experiment, the log
 and the figures' data that they reach, each by its parsed code; and, for a claim that reads
 what the workshop declares beyond its code (`Declaration.key_parts`: for bnvg's trained runs,
@@ -48,17 +48,8 @@ from claimlog.evidence.record import Record
 from claimlog.log.readings import Reading
 from claimlog.places import Places
 from claimlog.platform import Platform
-from claimlog.store import (
-    Memo,
-    Store,
-    code_key,
-    code_keys_at,
-    digest,
-    module_name,
-    python_files,
-    replacing,
-    source_digest,
-)
+from claimlog.slicing import code_key, code_keys_at, module_name
+from claimlog.store import Memo, Store, digest, python_files, replacing, source_digest
 
 # 4: a key per claim, the owner of each reading and the checkers of each table (3 named one
 # fingerprint of the whole experiment: no part of it can be told fresh, so it is stale)
