@@ -335,6 +335,20 @@ def _product(values: Sequence[int]) -> int:
     return out
 
 
+# Kernels a reader knows by what they do, and whose paths are known to depend on the CPU:
+# MKL's matrix products (its Zen path), and random draws (`bernoulli_` asks cpuinfo).
+FAMILIES = {
+    "matrix products": {"mm", "addmm", "bmm", "baddbmm", "mv", "addmv", "dot", "linear", "matmul"},
+    "random draws": {"bernoulli", "bernoulli_", "uniform_", "normal_", "rand", "randn", "randint"},
+}
+
+
+def family(called: str) -> str | None:
+    """What a kernel is, for people ("matrix products"), where it is one of `FAMILIES`."""
+    name = json.loads(called)["op"].split(".")[1]
+    return next((f for f, names in FAMILIES.items() if name in names), None)
+
+
 def differing(here: Mapping[str, str], reference: Mapping[str, str]) -> list[str]:
     """The kernels that give other bits here than `reference` says, for people, widest
     first (the products that set a platform apart are usually the wide ones)."""

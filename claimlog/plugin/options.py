@@ -49,7 +49,7 @@ from claimlog.evidence.fragility import EMPTY, Fragility
 from claimlog.evidence.fragility import load as load_fragility
 from claimlog.evidence.fragments import FragmentStore, claim_keys, seed_variant_name
 from claimlog.evidence.verdicts import HELD, NEW, REFERENCE, Standing
-from claimlog.kernels import NotDeterministic, differing, fingerprint, record
+from claimlog.kernels import NotDeterministic, differing, family, fingerprint, record
 from claimlog.log.lines import LogLine, claimed_keys, line_number, log
 from claimlog.places import Places
 from claimlog.platform import TORCH_FACTS_FOLDER, Platform, torch_facts
@@ -821,13 +821,16 @@ def apart(config: pytest.Config) -> str:
         if name != "fingerprint" and ours.get(name) != theirs.get(name)
     ]
     kernels = platform.reference_kernels(s.places.environment)
-    moved = differing(process_kernel_bits(config), kernels)
+    bits = process_kernel_bits(config)
+    moved = differing(bits, kernels)
     if moved:
         shown = "; ".join(moved[:2]) + (f"; and {len(moved) - 2} more" if len(moved) > 2 else "")
         give = "gives" if len(moved) == 1 else "give"
+        named = sorted({family(k) or "" for k in kernels if bits.get(k) != kernels[k]} - {""})
+        what = f" ({' and '.join(named)} among them)" if named else ""
         said.append(
             f"{len(moved)} of its {len(kernels)} kernels {give} other bits here than on the "
-            f"reference: {shown}"
+            f"reference{what}: {shown}"
         )
     return ", ".join(said) or "the same names and bits as the reference"
 
