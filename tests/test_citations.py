@@ -120,6 +120,41 @@ def test_a_number_printed_as_another_kind_names_both_kinds_and_the_one_to_declar
     )
 
 
+def test_on_a_platform_new_to_the_evidence_a_quote_of_the_references_value_is_drift():
+    """Issue 49: another fingerprint computes otherwise, so a robust number may print
+    otherwise there; the text quoting the reference's value is then not wrong. A value no
+    platform prints is still a problem, new platform or not."""
+    from claimlog.evidence.fragility import from_document
+
+    entry = {
+        "line": 40,
+        "kind": "ratio",
+        "label": "times smaller",
+        "spec": ".0f",
+        "position": 1,
+        "seeds": {},
+        "bound": None,
+        "band": None,
+        "reference": {"value": 3015.3, "printed": "3015", "holds": True},
+        "platforms": {"amd/native": {"value": 3015.2, "printed": "3015", "holds": True}},
+    }
+    evidence = from_document(
+        {"readings": {"S4 plain ratio, times smaller": entry}, "reference": "ref/workshop"}
+    )
+    here = {40: CitedLine(40, "ratio ... 3017x smaller", (TIMES.with_value(3017.0),))}
+    [c] = find_citations("m.md", "It is 3015x smaller (line 40).")
+    elsewhere = check(c, here, {}, evidence, n_lines=107, elsewhere_platform=True)
+    assert elsewhere.problems == []
+    assert elsewhere.drift == [
+        "quotes 3015 for 'S4 plain ratio, times smaller': here 3017, on a platform new to the "
+        "evidence, which computes otherwise; the reference prints 3015"
+    ]
+    [problem] = check(c, here, {}, evidence, n_lines=107).problems
+    assert problem.startswith("quotes 3015 for 'S4 plain ratio, times smaller': here 3017 (robust")
+    [c] = find_citations("m.md", "It is 3016x smaller (line 40).")
+    assert check(c, here, {}, evidence, n_lines=107, elsewhere_platform=True).problems
+
+
 def test_a_missing_or_unverified_line_is_a_problem():
     assert verdict("See line 200.").problems == ["cites line 200, but results.log has 107 lines"]
     assert verdict("See line 66.").problems == [

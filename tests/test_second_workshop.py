@@ -58,8 +58,10 @@ def test_its_claims_log_text_update_and_sweep_work_as_an_author_uses_them(dropou
     header = next(line for line in said.splitlines() if line.startswith("dropout: "))
     if header.startswith("dropout: the reference platform"):
         assert (dropout.path / "obtained" / "results.log").read_bytes() == committed
-    else:
-        assert header.startswith("dropout: a platform the evidence holds"), header
+    else:  # another MKL path, held by the evidence; or a CPU new to it (its sentences decide)
+        assert header.startswith(
+            ("dropout: a platform the evidence holds", "dropout: a platform new to the evidence")
+        ), header
     assert said.count("claims/test_dropout.py::") == 5
     cited = re.findall(r"\bline \d+\)", (dropout.path / "text" / "dropout.md").read_text())
     assert said.count("text/dropout.md::") == len(cited) == 9

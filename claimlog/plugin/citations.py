@@ -36,6 +36,7 @@ from typing import Any
 
 import pytest
 
+from claimlog.evidence.verdicts import NEW
 from claimlog.log.lines import context_of
 from claimlog.plugin.options import (
     CITATION,
@@ -48,6 +49,7 @@ from claimlog.plugin.options import (
     channel,
     fragility,
     settings,
+    standing,
 )
 from claimlog.store import relative
 from claimlog.text import outputs
@@ -209,7 +211,9 @@ class CitationItem(pytest.Item):
                 channel(self).append((REWRITE, rewrite.to_json()))
             for left in planned.left:
                 channel(self).append((LEFT, left.to_json()))
-        verdict = check(citation, log.lines, context, table, log.n_lines)
+        found = standing(self.config)
+        elsewhere = found.kind == NEW and not found.strict
+        verdict = check(citation, log.lines, context, table, log.n_lines, elsewhere)
         where = self.citation.where
         for drift in verdict.drift:
             channel(self).append((DRIFT, f"{where} {drift}"))

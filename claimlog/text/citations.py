@@ -475,8 +475,12 @@ def check(
     context: Mapping[int, Sequence[CitedLine]],
     fragility: Fragility,
     n_lines: int,
+    elsewhere_platform: bool = False,
 ) -> Verdict:
-    """Whether the log this session verified says what `citation` quotes."""
+    """Whether the log this session verified says what `citation` quotes. On a platform new
+    to the evidence (`elsewhere_platform`: another fingerprint computes otherwise), a quote of
+    what the reference prints is drift where this run prints otherwise and the evidence is
+    fresh, as the reading itself is (`claimlog.evidence.verdicts`)."""
     verdict = Verdict()
     cited = [lines[n] for n in citation.lines if n in lines]
     for n in citation.lines:
@@ -551,6 +555,16 @@ def check(
                 f"quotes {quoted} for {nearest.name!r}: here {nearest.printed}; fragile, "
                 f"printed {quoted} by {printed_by} (platform-dependent)"
                 + _by_release(fragility, evidence, quoted)
+            )
+        elif (
+            elsewhere_platform
+            and evidence is not None
+            and evidence.reference.value is not None
+            and rounds_to(quoted, float(evidence.reference.value))
+        ):
+            verdict.drift.append(
+                f"quotes {quoted} for {nearest.name!r}: here {nearest.printed}, on a platform "
+                f"new to the evidence, which computes otherwise; the reference prints {quoted}"
             )
         else:
             moved = evidence is not None and evidence.moved_in_print
