@@ -77,7 +77,7 @@ REFERENCE_THREADS = 1  # the thread count changes the training-end numbers too
 
 # What this project set itself, as JSON {variable: value}, so that a process it starts (an
 # xdist worker, a sweep job) can tell its parent's defaults from the user's choices.
-SET_BY_BNVG = "CLAIMLOG_KERNEL_DEFAULTS"
+SET_BY_CLAIMLOG = "CLAIMLOG_KERNEL_DEFAULTS"
 THREADS = "CLAIMLOG_TORCH_THREADS"  # the intra-op thread count torch is to compute with
 
 USER, REFERENCE_DEFAULT, MACHINE = "user", "reference", "machine"
@@ -206,7 +206,7 @@ def numpy_reference() -> str:
 
 def _ours(env: Mapping[str, str]) -> dict[str, str]:
     try:
-        found = json.loads(env.get(SET_BY_BNVG) or "{}")
+        found = json.loads(env.get(SET_BY_CLAIMLOG) or "{}")
     except ValueError:
         return {}
     return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
@@ -218,12 +218,12 @@ def apply(native: bool = False, environ: MutableMapping[str, str] | None = None)
     cap stays: numpy cannot be told again once imported). Returns, per variable, who decided
     it: "user", "reference" or "machine"."""
     env = os.environ if environ is None else environ
-    # What a parent bnvg process set is no user's choice: torch's part is decided again here
+    # What a parent claimlog process set is no user's choice: torch's part is decided again here
     # (this session's options may differ); numpy's is the same for the same numpy, and kept
     # rather than asked of numpy again. A value changed since (a caller's `env=`) is someone's
     # choice, and stays.
     inherited = {n: v for n, v in _ours(env).items() if n in VARIABLES and env.get(n) == v}
-    env.pop(SET_BY_BNVG, None)
+    env.pop(SET_BY_CLAIMLOG, None)
     for name in inherited:
         if name != NUMPY_VARIABLE:
             env.pop(name)
@@ -249,7 +249,7 @@ def apply(native: bool = False, environ: MutableMapping[str, str] | None = None)
             env[name] = ours[name] = value
             origins[name] = REFERENCE_DEFAULT
     if ours:
-        env[SET_BY_BNVG] = json.dumps(ours, sort_keys=True)
+        env[SET_BY_CLAIMLOG] = json.dumps(ours, sort_keys=True)
     return origins
 
 
@@ -466,7 +466,7 @@ def fingerprint_under(
     chosen = sorted(set(kernels))
     if not chosen:
         return ""
-    env = {k: v for k, v in os.environ.items() if k not in (*VARIABLES, SET_BY_BNVG)}
+    env = {k: v for k, v in os.environ.items() if k not in (*VARIABLES, SET_BY_CLAIMLOG)}
     env.update({k: v for k, v in variables.items() if v != NOT_SET})
     answer = subprocess.run(
         [sys.executable, "-c", _ASK_KERNELS],

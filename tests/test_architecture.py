@@ -15,6 +15,7 @@ type checking only reaches up.
 """
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -293,3 +294,41 @@ def test_only_the_plugins_and_the_runner_import_pytest():
     }
     plugins = ("claimlog.runner", "bnvg.fixtures")
     assert users and all(m.startswith("claimlog.plugin") or m in plugins for m in users)
+
+
+WORKSHOP_NAMES = re.compile(r"bnvg|dropout|\[S\d+\]|test_s\d+_", re.I)
+
+
+def _code_words(tree):
+    """Every name and string of a module's code: its docstrings and comments left out, where
+    a workshop may stand as an example."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            yield node.id
+        elif isinstance(node, ast.Attribute):
+            yield node.attr
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef):
+            yield node.name
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+        ):
+            yield node.value
+
+
+@pytest.mark.parametrize("module", sorted(ENGINE_MODULES))
+def test_no_workshops_name_or_numbering_in_the_engines_code(module):
+    """Issue 50: the engine's code names no workshop, and knows no workshop's section
+    numbering ("[S0]", "test_s4_"): it reads what a workshop declares, in its own words."""
+    tree = ast.parse(ENGINE_MODULES[module].read_text())
+    named = sorted({w for w in _code_words(tree) if WORKSHOP_NAMES.search(w)})
+    assert not named, named

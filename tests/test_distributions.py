@@ -32,19 +32,14 @@ def run(*args, cwd):
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
-    """claimlog's wheel, built from engine/ as `python -m build` builds it."""
-    out = tmp_path_factory.mktemp("dist")
-    run(
-        sys.executable,
-        "-m",
-        "build",
-        "--wheel",
-        "--no-isolation",
-        "--outdir",
-        out,
-        ROOT / "engine",
-        cwd=out,
-    )
+    """claimlog's wheel, built from engine/ as `python -m build` builds it (from a copy of
+    engine/ and claimlog/: a build leaves its working folders beside the sources)."""
+    out, source = tmp_path_factory.mktemp("dist"), tmp_path_factory.mktemp("source")
+    leftovers = shutil.ignore_patterns("__pycache__", "build", "*.egg-info")
+    for folder in ("engine", "claimlog"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=leftovers)
+    build = [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", out]
+    run(*build, source / "engine", cwd=out)
     [built] = out.glob("claimlog-*.whl")
     return built
 
@@ -72,13 +67,12 @@ def test_a_newcomer_installs_the_wheel_writes_a_workshop_and_runs_it_and_dropout
     header = next(line for line in said.splitlines() if line.startswith("demo: "))
     assert header.startswith("demo: the reference platform (") and "4 passed" in said
 
-    run(*pip, "--find-links", wheel.parent, ROOT / "workshops" / "dropout", cwd=tmp_path)
-    copy = tmp_path / "dropout"
-    shutil.copytree(
-        ROOT / "workshops" / "dropout",
-        copy,
-        ignore=shutil.ignore_patterns("dropout", "*.egg-info", ".pytest_cache", "obtained"),
-    )
+    # Installed from a copy of its folder (pip builds in it), run in another without its
+    # package: the claims import the installed one.
+    leftovers = shutil.ignore_patterns("build", "*.egg-info", ".pytest_cache", "obtained")
+    source = shutil.copytree(ROOT / "workshops" / "dropout", tmp_path / "src", ignore=leftovers)
+    run(*pip, "--find-links", wheel.parent, source, cwd=tmp_path)
+    copy = shutil.copytree(source, tmp_path / "dropout", ignore=shutil.ignore_patterns("dropout"))
     said = run(venv / "bin" / "pytest", cwd=copy)
     assert "14 passed" in said  # its five claims and the nine citations of its text
     assert any(line.startswith("dropout: ") for line in said.splitlines())

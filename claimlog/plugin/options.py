@@ -945,7 +945,7 @@ def channel(item: pytest.Item) -> list[tuple[str, Any]]:
 
 def payloads(report: pytest.TestReport) -> list[tuple[str, Any]]:
     """What one report carries on the channel (nothing for a report of another plugin's
-    test, or one made without bnvg's hook)."""
+    test, or one made without claimlog's hook)."""
     return list(getattr(report, "claimlog", None) or ())
 
 

@@ -222,7 +222,7 @@ class NumberSnapshots:
     def _checked_by_regressions(self) -> bool:
         """Whether pytest-regressions is handed this run's numbers: under --snapshot-update
         (it writes its files) and under --strict-numbers (it compares them too). Otherwise
-        bnvg's own comparison, by name and exact on the reference, has already judged every
+        claimlog's own comparison, by name and exact on the reference, has already judged every
         number against the same files; a second, pandas-based pass would only cost a warm
         run half its time."""
         s = self._settings

@@ -98,7 +98,7 @@ def _machine_here(cache: Path | None, kernels: Sequence[str]) -> dict[str, Any]:
     from claimlog.store import Store
 
     facts = torch_facts(Store(cache / "d" / TORCH_FACTS_FOLDER) if cache else None)
-    # A kernel variable a bnvg process set (inherited from whatever started this worker) is
+    # A kernel variable a claimlog process set (inherited from whatever started this worker) is
     # no choice of this machine's user: each job's session decides it again.
     user_set = {name: os.environ[name] for name in set_by_user()}
     here = Platform.here(threads=1, facts=facts)
@@ -210,7 +210,7 @@ def plan(
 
 def reference_environment() -> dict[str, dict[str, Any]]:
     """Dask's configuration for local workers that start under the reference kernels: the
-    variables a claims session sets (`Platform.apply`), marked as bnvg's own so that a job's
+    variables a claims session sets (`Platform.apply`), marked as claimlog's own so that a job's
     own process decides torch's again (`--native-kernels`), set before each worker's process
     is spawned (what Dask's `pre-spawn-environ` is for: numpy reads them at import)."""
     import dask
