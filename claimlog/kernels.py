@@ -197,7 +197,7 @@ def record(name: str, compute: Callable[[], Any]) -> dict[str, str]:
 
 def _first_moved(first: Sequence[tuple[str, str]], second: Sequence[tuple[str, str]]) -> str | None:
     """The first call of `first` whose bits the same call of `second` does not give, for
-    people ("its 3rd call of aten.normal_.default on float32 [4, 2]"), or None. Calls are
+    people ("its call 3 of aten.normal_.default on float32 [4, 2]"), or None. Calls are
     matched kernel by kernel, the k-th call of each with the k-th: a computation that reads a
     kept result only the first time it starts makes calls the second start does not."""
     again: dict[str, list[str]] = {}
