@@ -9,9 +9,9 @@ beside as an observation. Per reading it answers two questions that never mix:
 - **What does the line print? Platforms decide** (`ReadingEvidence.platform_verdict`).
   **robust**: every platform of the evidence prints it alike. **fragile**: some platform
   prints it otherwise; its prints by platform are kept (`prints_by_platform`). On a platform
-  new to the evidence, a robust reading that prints differently fails and a fragile one's
-  moving is drift (`claimlog.evidence.verdicts`); a citation's value must be what some platform
-  prints (`claimlog.text.citations`). A fragile reading's *band* (the range its value took
+  new to the evidence any reading's moving is drift while its evidence is fresh
+  (`claimlog.evidence.verdicts`); a citation's value must be what some platform prints
+  (`claimlog.text.citations`). A fragile reading's *band* (the range its value took
   over the platforms, widened by half its width on each side and clipped to its kind's
   domain) is shown for people; no verdict reads it.
 - **How general is the sentence? Seeds say** (`ReadingEvidence.generality`). Another

@@ -38,11 +38,13 @@ LEGEND = """\
 Each reading answers two questions, apart (`claimlog/evidence/fragility.py`).
 
 **On platforms: what does its line print?** (the column "on platforms")
-- **robust**: every platform below prints it alike. On a platform new to the evidence, a
-  robust reading printed differently fails.
-- **fragile**: some platform prints it otherwise (the prints are listed). On a new platform
-  its moving is drift, reported, not failed. Its band (the range seen, widened by half its
-  width on each side, clipped to its kind's domain) is shown for people; no verdict reads it.
+- **robust**: every platform below prints it alike.
+- **fragile**: some platform prints it otherwise (the prints are listed). Its band (the range
+  seen, widened by half its width on each side, clipped to its kind's domain) is shown for
+  people; no verdict reads it.
+- Neither decides a run: on a platform new to the evidence (another fingerprint computes
+  otherwise) any reading may move, and its moving is drift, reported, not failed, while the
+  evidence's keys are the checkout's.
 
 In brackets, what moves a fragile reading: "kernels" (another CPU, other kernels or threads,
 on the reference's torch) or "torch" (another torch release under the reference kernels). A
