@@ -412,8 +412,11 @@ def kernel_bits(signatures: Iterable[str], threads: int, store: Store | None) ->
     """{kernel: the digest of what it gives here} for the workshop's kernels
     (`claimlog.kernels.replay`, with `threads` threads). Asking costs torch's import and a
     tenth of a second, so the answer is kept in `store` (pytest's cache) under a key of what
-    it depends on; without a store, torch is asked."""
+    it depends on; without a store, torch is asked. No kernels (a record that names none, a
+    workshop that computes nothing in torch): nothing to ask, and torch is not imported."""
     chosen = sorted(set(signatures))
+    if not chosen:
+        return {}
 
     def replayed() -> dict[str, str]:
         import_torch().set_num_threads(threads)
@@ -484,7 +487,10 @@ def kept_kernel_bits(
 ) -> dict[str, str] | None:
     """`kernel_bits` as a process on this platform kept them in `store`, or None: known
     without importing torch."""
-    key = _kernel_bits_key(sorted(set(signatures)), threads)
+    chosen = sorted(set(signatures))
+    if not chosen:
+        return {}
+    key = _kernel_bits_key(chosen, threads)
     return Memo(store, "kernels' bits").peek(key, _bits_of)
 
 

@@ -634,7 +634,7 @@ def every_run_kept(config: pytest.Config) -> bool:
         return False  # no session on this platform asked torch yet: none trained here either
     threads = config.getoption("claimlog_torch_threads")
     kernels = platform.reference_kernels(Places(config.rootpath).environment)
-    bits = platform.kept_kernel_bits(kernels, threads, kept) if kernels else {}
+    bits = platform.kept_kernel_bits(kernels, threads, kept)
     if bits is None:
         return False  # nor the workshop's kernels: nothing was trained on this platform yet
     where = Platform.here(threads, facts, fingerprint(bits)).cache_fields()
@@ -753,8 +753,7 @@ def process_kernel_bits(config: pytest.Config) -> dict[str, str]:
         s = settings(config)
         kernels = platform.reference_kernels(s.places.environment)
         store = platform_store(config)
-        found = platform.kernel_bits(kernels, s.torch_threads, store) if kernels else {}
-        config.stash[KERNEL_BITS] = found
+        config.stash[KERNEL_BITS] = platform.kernel_bits(kernels, s.torch_threads, store)
     return config.stash[KERNEL_BITS]
 
 
