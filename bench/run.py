@@ -302,7 +302,7 @@ def main() -> None:
             print(f"{depth:>5} {plain:>8.2f} {bn:>11.2f}")
 
     if args.write_docs:
-        from claimlog.platform import cpu, cpu_flags
+        from claimlog.machine import cpu, cpu_flags
         from claimlog.store import atomic_write
 
         caption = cpu_caption(

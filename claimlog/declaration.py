@@ -7,9 +7,11 @@ configuration:
     [tool.pytest.ini_options]
     claimlog_declaration = "bnvg.workshop:DECLARATION"
 
-The engine knows nothing else of it: every pytest session run there, and every sweep job,
-reads the declaration from that line (`declared`); a folder that names none gets no claimlog
-at all (the plugin stays inert, as syrupy does until a test asks for a snapshot).
+The engine knows nothing else of it: every pytest session run there reads the declaration
+from that line (`load`) into its session (`claimlog.plugin.session.ClaimSession`, on pytest's
+config), and the sweep from the same line (`declared_in`); nothing keeps it in a global, and
+whatever needs it is handed it. A folder that names none gets no claimlog at all (the plugin
+stays inert, as syrupy does until a test asks for a snapshot).
 
 `claimlog init DIR` (`init`) writes a new workshop that passes at once, from the files of
 `claimlog/scaffold/`: a recipe and a fit in ordinary PyTorch, its log, its declaration, two
@@ -138,26 +140,6 @@ class Declaration:
         return tuple(self.seeds)
 
 
-_DECLARED: list[Declaration] = []  # this process's workshop: one per process
-
-
-def declare(declaration: Declaration) -> Declaration:
-    """Make `declaration` this process's workshop (the plugin does, at configure; so does the
-    sweep before it plans)."""
-    _DECLARED[:] = [declaration]
-    return declaration
-
-
-def declared() -> Declaration:
-    """This process's workshop."""
-    if not _DECLARED:
-        raise LookupError(
-            f"no workshop is declared in this process: name one in the pytest configuration "
-            f"({INI_NAME} = 'package.module:NAME')"
-        )
-    return _DECLARED[0]
-
-
 def load(spec: str, where: str = "the pytest configuration") -> Declaration:
     """The declaration that `spec` ("package.module:NAME") names, imported."""
     module_name, _, attribute = spec.partition(":")
@@ -183,7 +165,7 @@ def declared_in(folder: Path) -> Declaration:
         spec = options[INI_NAME]
     except (OSError, KeyError, tomllib.TOMLDecodeError) as error:
         raise ValueError(f"{path} declares no workshop ({INI_NAME}): {error}") from None
-    return declare(load(spec, str(path)))
+    return load(spec, str(path))
 
 
 # -- a new workshop -------------------------------------------------------------------------

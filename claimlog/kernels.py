@@ -30,9 +30,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
+import subprocess
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
+
+from claimlog.machine import import_torch, torch_facts_key
+from claimlog.platform import KERNELS, NOT_SET, SET_BY_CLAIMLOG, VARIABLES
+from claimlog.store import Entry, Memo, Store, digest
 
 QUIET = 1_500  # calls in a row with no new signature: the computation has shown its kernels
 CAP = 30_000  # calls at most, whatever is still new (a loop whose shapes never settle)
@@ -374,3 +382,109 @@ def _elements(called: str) -> int:
     described = json.loads(called)
     walk([described["args"], described["kwargs"]])
     return total
+
+
+# -- the fingerprint: the bits the workshop's own kernels give here --------------------------
+PRELOAD = "LD_PRELOAD"  # a library loaded before the others can answer for MKL (a shim)
+
+
+def _kernel_bits_key(signatures: Iterable[str], threads: int) -> str:
+    """What the kernels' bits depend on, read without torch: the kernels, torch and the CPU
+    (`_torch_facts_key`), every kernel variable, what is preloaded, and the threads."""
+    inputs = {
+        "kernels": digest(*sorted(signatures)),
+        "torch facts": torch_facts_key(),
+        "threads": threads,
+        **{name: os.environ.get(name, "") for name in (*VARIABLES, PRELOAD)},
+    }
+    return digest(json.dumps(inputs, sort_keys=True))
+
+
+def _bits_of(entry: Entry) -> dict[str, str]:
+    found = json.loads(entry.content)
+    if not isinstance(found, dict):
+        raise ValueError(f"not the kernels' bits: {found!r}")
+    return {str(k): str(v) for k, v in found.items()}
+
+
+def kernel_bits(signatures: Iterable[str], threads: int, store: Store | None) -> dict[str, str]:
+    """{kernel: the digest of what it gives here} for the workshop's kernels
+    (`claimlog.kernels.replay`, with `threads` threads). Asking costs torch's import and a
+    tenth of a second, so the answer is kept in `store` (pytest's cache) under a key of what
+    it depends on; without a store, torch is asked. No kernels (a record that names none, a
+    workshop that computes nothing in torch): nothing to ask, and torch is not imported."""
+    chosen = sorted(set(signatures))
+    if not chosen:
+        return {}
+
+    def replayed() -> dict[str, str]:
+        import_torch().set_num_threads(threads)
+        return replay(chosen)
+
+    bits = Memo(store, "kernels' bits").get(
+        "the kernels' bits",
+        _kernel_bits_key(chosen, threads),
+        replayed,
+        encode=lambda answer: json.dumps(answer, sort_keys=True).encode(),
+        decode=_bits_of,
+    )
+    assert bits is not None  # waiting for the lock always gives an answer
+    return bits
+
+
+def reference_kernels(environment: Path) -> dict[str, str]:
+    """The workshop's kernels as the reference identity (`environment`,
+    snapshots/environment.json) records them, each with the digest of what it gave there:
+    {} where it records none, or cannot be read."""
+    try:
+        data = json.loads(environment.read_text())
+    except (OSError, ValueError):
+        return {}
+    kernels = data.get(KERNELS) if isinstance(data, dict) else None
+    return {str(k): str(v) for k, v in kernels.items()} if isinstance(kernels, dict) else {}
+
+
+_ASK_KERNELS = """
+import json, sys
+from pathlib import Path
+from claimlog.kernels import fingerprint, kernel_bits
+from claimlog.store import Store
+kernels, threads, store = json.loads(sys.stdin.read())
+bits = kernel_bits(kernels, threads, Store(Path(store)) if store else None)
+print(fingerprint(bits))
+"""
+
+
+def fingerprint_under(
+    variables: Mapping[str, str], threads: int, kernels: Iterable[str], store: Path | None
+) -> str:
+    """The fingerprint a session with the kernel `variables` (NOT_SET: left to the machine)
+    and `threads` threads computes on, on this machine: asked of a process of its own, since
+    torch reads the variables once, as it is imported (kept in `store`, pytest's cache, as
+    `kernel_bits` keeps it). "" for a workshop whose record names no kernels."""
+    chosen = sorted(set(kernels))
+    if not chosen:
+        return ""
+    env = {k: v for k, v in os.environ.items() if k not in (*VARIABLES, SET_BY_CLAIMLOG)}
+    env.update({k: v for k, v in variables.items() if v != NOT_SET})
+    answer = subprocess.run(
+        [sys.executable, "-c", _ASK_KERNELS],
+        input=json.dumps([chosen, threads, str(store) if store else ""]),
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return answer.stdout.strip()
+
+
+def kept_kernel_bits(
+    signatures: Iterable[str], threads: int, store: Store
+) -> dict[str, str] | None:
+    """`kernel_bits` as a process on this platform kept them in `store`, or None: known
+    without importing torch."""
+    chosen = sorted(set(signatures))
+    if not chosen:
+        return {}
+    key = _kernel_bits_key(chosen, threads)
+    return Memo(store, "kernels' bits").peek(key, _bits_of)

@@ -46,20 +46,24 @@ kernels its fingerprint replays), not a machine.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import platform as _python_platform
-import subprocess
-import sys
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field, replace
-from functools import cache
-from importlib import import_module, metadata
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from claimlog.store import Entry, Memo, Store, digest
+from claimlog.machine import (
+    ask_torch,
+    cpu,
+    has_avx2,
+    installed,
+    numpy_reference,
+    numpy_simd,
+    x86_64,
+)
 
 NOT_SET = "(not set)"
 
@@ -78,7 +82,6 @@ REFERENCE_THREADS = 1  # the thread count changes the training-end numbers too
 # What this project set itself, as JSON {variable: value}, so that a process it starts (an
 # xdist worker, a sweep job) can tell its parent's defaults from the user's choices.
 SET_BY_CLAIMLOG = "CLAIMLOG_KERNEL_DEFAULTS"
-THREADS = "CLAIMLOG_TORCH_THREADS"  # the intra-op thread count torch is to compute with
 
 USER, REFERENCE_DEFAULT, MACHINE = "user", "reference", "machine"
 
@@ -86,122 +89,6 @@ USER, REFERENCE_DEFAULT, MACHINE = "user", "reference", "machine"
 # Set by `nox -s arm64` in the environment of what it runs under QEMU's user-mode emulation:
 # "QEMU 10.0.13, -cpu neoverse-n1". A platform computed under emulation says so.
 EMULATION = "CLAIMLOG_EMULATION"
-
-
-def installed(distribution: str) -> str:
-    """The installed version of `distribution`, or "" where it is not: matplotlib draws a
-    workshop's figures, and a workshop without figures need not install it."""
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return ""
-
-
-def x86_64(machine: str | None = None) -> bool:
-    """Whether `machine` (this process's by default) is x86-64, where the reference kernels
-    exist."""
-    found = _python_platform.machine() if machine is None else machine
-    return found.lower() in ("x86_64", "amd64")
-
-
-@cache
-def _cpuinfo() -> dict[str, str]:
-    """The first processor's fields of /proc/cpuinfo (Linux); empty elsewhere."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return {}
-    fields: dict[str, str] = {}
-    for line in text.split("\n\n", 1)[0].splitlines():
-        name, _, value = line.partition(":")
-        fields[name.strip()] = value.strip()
-    return fields
-
-
-def has_avx2() -> bool:
-    """Whether this CPU runs ATen's AVX2 kernels (asking for them elsewhere would crash)."""
-    if not x86_64():
-        return False
-    flags = _cpuinfo().get("flags")
-    if flags is not None:
-        return "avx2" in flags.split()
-    # No /proc/cpuinfo (macOS, Windows): every x86-64 Mac and PC of the last decade has AVX2.
-    return True
-
-
-def cpu_flags() -> str:
-    """The first processor's feature flags (what ATen's dispatch reads), "" elsewhere."""
-    return _cpuinfo().get("flags", "")
-
-
-# arm64 CPUs by their MIDR (/proc/cpuinfo's "CPU implementer" and "CPU part").
-ARM_IMPLEMENTERS = {"0x41": "Arm", "0x61": "Apple", "0xc0": "Ampere", "0x51": "Qualcomm"}
-ARM_PARTS = {
-    ("0x41", "0xd0c"): "Neoverse-N1",  # Graviton2, Ampere Altra; QEMU's neoverse-n1
-    ("0x41", "0xd40"): "Neoverse-V1",  # Graviton3; QEMU's neoverse-v1
-    ("0x41", "0xd49"): "Neoverse-N2",
-    ("0x41", "0xd4f"): "Neoverse-V2",  # Graviton4, Grace
-    ("0x41", "0xd08"): "Cortex-A72",  # Raspberry Pi 4
-    ("0x41", "0xd0b"): "Cortex-A76",  # Raspberry Pi 5
-}
-
-
-def cpu() -> str:
-    """The CPU as MKL tells CPUs apart: "AuthenticAMD family 25 model 1 (AMD EPYC)"; on
-    arm64, by its implementer and part: "Arm Neoverse-N1 (implementer 0x41 part 0xd0c)"."""
-    info = _cpuinfo()
-    if "CPU part" in info:
-        implementer, part = info.get("CPU implementer", "?"), info["CPU part"]
-        said = f"implementer {implementer} part {part}"
-        named = ARM_PARTS.get((implementer, part))
-        if named:
-            return f"{ARM_IMPLEMENTERS[implementer]} {named} ({said})"
-        vendor = ARM_IMPLEMENTERS.get(implementer)
-        return f"{vendor} part {part}" if vendor else said
-    vendor = info.get("vendor_id") or _python_platform.processor() or _python_platform.machine()
-    family, model, name = info.get("cpu family"), info.get("model"), info.get("model name")
-    out = vendor
-    if family is not None and model is not None:
-        out += f" family {family} model {model}"
-    return f"{out} ({name})" if name else out
-
-
-def _numpy_core() -> Any:
-    """numpy's compiled core, which knows its dispatch targets (imports numpy)."""
-    try:
-        return import_module("numpy._core._multiarray_umath")
-    except ImportError:  # numpy 1.x
-        return import_module("numpy.core._multiarray_umath")
-
-
-_ASK_NUMPY = """
-try:
-    from numpy._core import _multiarray_umath as core
-except ImportError:  # numpy 1.x
-    from numpy.core import _multiarray_umath as core
-print(" ".join(core.__cpu_dispatch__))
-"""
-
-
-@cache
-def numpy_dispatch_targets() -> tuple[str, ...]:
-    """The dispatch targets the installed numpy was built with ("AVX2", "AVX512F", ...,
-    "AVX512_SPR" in newer releases): asked of numpy in a child process while this one has
-    not imported it, because numpy reads NPY_DISABLE_CPU_FEATURES once, as it is imported."""
-    if "numpy" in sys.modules:
-        return tuple(_numpy_core().__cpu_dispatch__)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NPY_")}
-    answer = subprocess.run(
-        [sys.executable, "-c", _ASK_NUMPY], env=env, capture_output=True, text=True, check=True
-    )
-    return tuple(answer.stdout.split())
-
-
-def numpy_reference() -> str:
-    """The reference's NPY_DISABLE_CPU_FEATURES: every AVX-512 dispatch target of the
-    installed numpy, whatever its release ("" where it has none: nothing to turn off). numpy
-    warns of a name it does not dispatch to, so the names are numpy's own."""
-    return " ".join(t for t in numpy_dispatch_targets() if t.startswith("AVX512"))
 
 
 def _ours(env: Mapping[str, str]) -> dict[str, str]:
@@ -260,15 +147,6 @@ def set_by_user(environ: Mapping[str, str] | None = None) -> list[str]:
     return [name for name in VARIABLES if name in env and ours.get(name) != env[name]]
 
 
-def use_threads(threads: int) -> None:
-    """Compute with `threads` intra-op threads in this process, and in the processes it
-    starts: whoever imports torch first (a workshop's own module, or `_ask_torch` here) tells
-    it the count; if it is imported already, it is told now. Does not import torch."""
-    os.environ[THREADS] = str(threads)
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(threads)
-
-
 def reference_line() -> str:
     """The one line that makes the workshop script compute the reference numbers."""
     settings = " ".join(f"{k}={v}" for k, v in TORCH_REFERENCE.items())
@@ -277,245 +155,8 @@ def reference_line() -> str:
 
 # -- what torch says of this process, kept without torch ------------------------------------
 
-TORCH_FACTS = ("torch", "cpu capability", "widest capability")
-TORCH_FACTS_FOLDER = "claimlog-torch"  # where pytest's cache keeps them (its d/ folder)
-
-
-def _torch_facts_key() -> str:
-    """What torch's answer depends on, read without torch: the installed torch (version and
-    folder), the CPU (vendor, model and feature flags) and ATEN_CPU_CAPABILITY."""
-    torch = metadata.distribution("torch")
-    inputs = {
-        "torch": torch.version,
-        "torch folder": str(torch.locate_file("torch")),
-        "cpu": cpu(),
-        "cpu flags": cpu_flags(),
-        "machine": _python_platform.machine(),
-        "ATEN_CPU_CAPABILITY": os.environ.get("ATEN_CPU_CAPABILITY", ""),
-        "facts": TORCH_FACTS,  # a fact added is a new key, never an old entry read as damaged
-    }
-    return digest(json.dumps(inputs, sort_keys=True))
-
-
-def import_torch() -> Any:
-    """torch, computing with the session's thread count (`use_threads`): what the engine
-    imports before it computes anything a workshop asks of it, so that a workshop that
-    imports torch itself computes with the count its platform names.
-
-    Importing torch creates some 160,000 objects that Python's garbage collector tracks, and
-    every later full collection would scan them all again: those that more imports and
-    training trigger, and pytest's own at the session's end. They live as long as the
-    process, so the first import runs with the collector paused and then freezes them
-    (`gc.freeze`: later collections leave them alone). That changes when memory is freed,
-    never what is computed, and takes a sixth of the CPU time off a session that computes
-    (docs/speed.md)."""
-    torch = import_for_the_whole_process("torch")
-    if os.environ.get(THREADS):
-        torch.set_num_threads(int(os.environ[THREADS]))
-    return torch
-
-
-# The modules `import_for_the_whole_process` froze in this process: each once, though a
-# test's in-process session (pytester) may put sys.modules back and import it again.
-_FROZEN: set[str] = set()
-
-
-def import_for_the_whole_process(name: str) -> Any:
-    """The module `name`, whose objects live as long as the process (torch, or a workshop's
-    drawing module and matplotlib with it). Its first import here runs without collecting
-    garbage, then moves every object tracked so far out of later collections' reach. What is
-    unreachable then is never freed: a few objects, at most once per module and process."""
-    if name in sys.modules or name in _FROZEN:
-        return import_module(name)
-    _FROZEN.add(name)
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        module = import_module(name)
-    finally:
-        if enabled:
-            gc.enable()
-    gc.freeze()
-    return module
-
-
-def _ask_torch() -> dict[str, str]:
-    torch = import_torch()
-
-    if not x86_64():  # ATen's own choice by the CPU: "DEFAULT" (NEON) or "SVE256"
-        widest = torch.backends.cpu.get_cpu_capability().upper()
-    elif torch.cpu._is_avx512_supported():
-        widest = "AVX512"
-    else:
-        widest = "AVX2" if torch.cpu._is_avx2_supported() else "DEFAULT"
-    return {
-        "torch": str(torch.__version__),  # a TorchVersion, which xdist cannot ship
-        "cpu capability": torch.backends.cpu.get_cpu_capability(),
-        # The widest kernels this CPU runs, whatever ATEN_CPU_CAPABILITY asks (the sweep's).
-        "widest capability": widest,
-    }
-
-
-def _facts_of(entry: Entry) -> dict[str, str]:
-    found = json.loads(entry.content)
-    if not isinstance(found, dict) or set(found) != set(TORCH_FACTS):
-        raise ValueError(f"not torch's facts: {found!r}")
-    return {k: str(v) for k, v in found.items()}
-
-
-def torch_facts(store: Store | None = None) -> dict[str, str]:
-    """{"torch": "2.13.0+cpu", "cpu capability": "AVX2", "widest capability": "AVX512"} for
-    this process. Importing torch
-    only to ask costs a second, so the answer is kept in `store` (pytest's cache) under a key
-    of what it depends on; without a store, torch is asked."""
-    facts = Memo(store, "torch facts").get(
-        "torch's facts",
-        _torch_facts_key(),
-        _ask_torch,
-        encode=lambda answer: json.dumps(answer, sort_keys=True).encode(),
-        decode=_facts_of,
-    )
-    assert facts is not None  # waiting for the lock always gives an answer
-    return facts
-
-
-def kept_torch_facts(store: Store) -> dict[str, str] | None:
-    """torch's facts of this process as a process on this platform kept them in `store`,
-    or None: known without importing torch."""
-    return Memo(store, "torch facts").peek(_torch_facts_key(), _facts_of)
-
-
-# -- the fingerprint: the bits the workshop's own kernels give here --------------------------
-PRELOAD = "LD_PRELOAD"  # a library loaded before the others can answer for MKL (a shim)
-
-
-def _kernel_bits_key(signatures: Iterable[str], threads: int) -> str:
-    """What the kernels' bits depend on, read without torch: the kernels, torch and the CPU
-    (`_torch_facts_key`), every kernel variable, what is preloaded, and the threads."""
-    inputs = {
-        "kernels": digest(*sorted(signatures)),
-        "torch facts": _torch_facts_key(),
-        "threads": threads,
-        **{name: os.environ.get(name, "") for name in (*VARIABLES, PRELOAD)},
-    }
-    return digest(json.dumps(inputs, sort_keys=True))
-
-
-def _bits_of(entry: Entry) -> dict[str, str]:
-    found = json.loads(entry.content)
-    if not isinstance(found, dict):
-        raise ValueError(f"not the kernels' bits: {found!r}")
-    return {str(k): str(v) for k, v in found.items()}
-
-
-def kernel_bits(signatures: Iterable[str], threads: int, store: Store | None) -> dict[str, str]:
-    """{kernel: the digest of what it gives here} for the workshop's kernels
-    (`claimlog.kernels.replay`, with `threads` threads). Asking costs torch's import and a
-    tenth of a second, so the answer is kept in `store` (pytest's cache) under a key of what
-    it depends on; without a store, torch is asked. No kernels (a record that names none, a
-    workshop that computes nothing in torch): nothing to ask, and torch is not imported."""
-    chosen = sorted(set(signatures))
-    if not chosen:
-        return {}
-
-    def replayed() -> dict[str, str]:
-        import_torch().set_num_threads(threads)
-        from claimlog.kernels import replay
-
-        return replay(chosen)
-
-    bits = Memo(store, "kernels' bits").get(
-        "the kernels' bits",
-        _kernel_bits_key(chosen, threads),
-        replayed,
-        encode=lambda answer: json.dumps(answer, sort_keys=True).encode(),
-        decode=_bits_of,
-    )
-    assert bits is not None  # waiting for the lock always gives an answer
-    return bits
-
-
-def reference_kernels(environment: Path) -> dict[str, str]:
-    """The workshop's kernels as the reference identity (`environment`,
-    snapshots/environment.json) records them, each with the digest of what it gave there:
-    {} where it records none, or cannot be read."""
-    try:
-        data = json.loads(environment.read_text())
-    except (OSError, ValueError):
-        return {}
-    kernels = data.get(KERNELS) if isinstance(data, dict) else None
-    return {str(k): str(v) for k, v in kernels.items()} if isinstance(kernels, dict) else {}
-
-
-_ASK_KERNELS = """
-import json, sys
-from pathlib import Path
-from claimlog.kernels import fingerprint
-from claimlog.platform import kernel_bits
-from claimlog.store import Store
-kernels, threads, store = json.loads(sys.stdin.read())
-bits = kernel_bits(kernels, threads, Store(Path(store)) if store else None)
-print(fingerprint(bits))
-"""
-
-
-def fingerprint_under(
-    variables: Mapping[str, str], threads: int, kernels: Iterable[str], store: Path | None
-) -> str:
-    """The fingerprint a session with the kernel `variables` (NOT_SET: left to the machine)
-    and `threads` threads computes on, on this machine: asked of a process of its own, since
-    torch reads the variables once, as it is imported (kept in `store`, pytest's cache, as
-    `kernel_bits` keeps it). "" for a workshop whose record names no kernels."""
-    chosen = sorted(set(kernels))
-    if not chosen:
-        return ""
-    env = {k: v for k, v in os.environ.items() if k not in (*VARIABLES, SET_BY_CLAIMLOG)}
-    env.update({k: v for k, v in variables.items() if v != NOT_SET})
-    answer = subprocess.run(
-        [sys.executable, "-c", _ASK_KERNELS],
-        input=json.dumps([chosen, threads, str(store) if store else ""]),
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return answer.stdout.strip()
-
-
-def kept_kernel_bits(
-    signatures: Iterable[str], threads: int, store: Store
-) -> dict[str, str] | None:
-    """`kernel_bits` as a process on this platform kept them in `store`, or None: known
-    without importing torch."""
-    chosen = sorted(set(signatures))
-    if not chosen:
-        return {}
-    key = _kernel_bits_key(chosen, threads)
-    return Memo(store, "kernels' bits").peek(key, _bits_of)
-
 
 # -- the platform ---------------------------------------------------------------------------
-
-FAMILIES = ("AVX512", "AVX2", "AVX", "SSE", "SVE", "ASIMD", "NEON")
-
-
-def numpy_simd(without: Iterable[str] = ()) -> str:
-    """The widest vectors numpy dispatches to in this process: "AVX512" or "AVX2" (or the
-    widest it has), read from the dispatch targets it enabled, after NPY_DISABLE_CPU_FEATURES
-    (imports numpy); `without`: as if those targets were turned off too."""
-    core = _numpy_core()
-    features: Mapping[str, bool] = core.__cpu_features__
-    off = set(without)
-    targets = [*core.__cpu_baseline__, *core.__cpu_dispatch__]
-    return simd_of([t for t in targets if features.get(t) and t not in off])
-
-
-def simd_of(enabled: list[str]) -> str:
-    """The widest family among dispatch targets: ["AVX2", "AVX512F"] -> "AVX512"."""
-    for family in FAMILIES:
-        if any(name.startswith(family) for name in enabled):
-            return family
-    return "baseline"
 
 
 # Beside the identity in snapshots/environment.json: the workshop's kernels, each with what it
@@ -568,7 +209,7 @@ class Platform:
         """This process's platform, computing with `threads` intra-op threads. `facts`:
         what torch says of it (`torch_facts`); without them, torch is asked. `fingerprint`:
         what the workshop's kernels give here (`kernel_bits`), "" if unknown."""
-        facts = _ask_torch() if facts is None else facts
+        facts = ask_torch() if facts is None else facts
         variables = {name: os.environ.get(name, NOT_SET) for name in VARIABLES}
         return cls(
             machine=_python_platform.machine(),
@@ -759,3 +400,34 @@ class Platform:
 def platform_id(data: Mapping[str, Any]) -> str:
     """The id of a platform kept as JSON (a record's, a fragment's, or an identity)."""
     return Platform.from_json(data).id
+
+
+# -- the reference, as recorded ----------------------------------------------------------------
+# What `Platform.identity()` always writes: a file that lacks one of them names no platform,
+# however well-formed its JSON (Platform.from_json would fill the gaps with "?").
+IDENTITY_KEYS = ("machine", "torch", "numpy", "numpy simd", "aten", "mkl", "onednn", "threads")
+
+
+class UnreadableReference(Exception):
+    """`snapshots/environment.json` is missing or damaged; the message names the file and
+    says which."""
+
+
+def read_reference(path: Path) -> Platform:
+    """The reference, as `snapshots/environment.json` records its identity, or
+    UnreadableReference saying what is wrong with the file."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UnreadableReference(f"{path} is missing") from None
+    except (OSError, ValueError) as error:  # unreadable, not UTF-8, or not JSON
+        raise UnreadableReference(f"{path} is damaged ({error})") from None
+    if not isinstance(data, dict):
+        raise UnreadableReference(f"{path} is damaged (it holds no JSON object)")
+    lacking = [key for key in IDENTITY_KEYS if key not in data]
+    if lacking:
+        raise UnreadableReference(f"{path} is damaged (it lacks {', '.join(lacking)})")
+    try:
+        return Platform.from_json(data)
+    except ValueError as error:  # a thread count that is not a number
+        raise UnreadableReference(f"{path} is damaged ({error})") from None

@@ -35,7 +35,6 @@ from pathlib import Path
 
 from claimlog.declaration import declared_in
 from claimlog.evidence.record import Record
-from claimlog.log.lines import versions_line
 from claimlog.places import Places
 
 # What a claims session needs of a project, beside the installed engine and workshop: its
@@ -240,11 +239,11 @@ def another_torch_build(here: str, committed: str) -> bool:
     return here != committed and ours is not None and ours == theirs
 
 
-def only_the_torch_build_differs(here: str, committed: str) -> bool:
-    """Whether two logs are the same, byte for byte, once the versions line of `here` is
-    replaced by the committed one, and those two lines differ only in the torch build."""
+def only_the_torch_build_differs(here: str, committed: str, number: int | None) -> bool:
+    """Whether two logs are the same, byte for byte, once the versions line of `here` (line
+    `number`, where the log has one) is replaced by the committed one, and those two lines
+    differ only in the torch build."""
     ours, theirs = here.splitlines(keepends=True), committed.splitlines(keepends=True)
-    number = versions_line()
     if number is None:
         return False
     n = number - 1
@@ -262,7 +261,7 @@ class Comparison:
     differs: list[str]
 
 
-def _compare_log(log: Path, reference: Path, other_build: bool) -> Comparison:
+def _compare_log(log: Path, reference: Path, other_build: bool, versions: int | None) -> Comparison:
     """results.log against the committed log, byte for byte; with `other_build`, the
     versions line may name another build of the committed torch release, and only it."""
     if log.read_bytes() == reference.read_bytes():
@@ -271,8 +270,8 @@ def _compare_log(log: Path, reference: Path, other_build: bool) -> Comparison:
     here = log.read_bytes().decode(errors="replace")
     there = reference.read_bytes().decode(errors="replace")
     ours, theirs = here.splitlines(), there.splitlines()
-    if other_build and only_the_torch_build_differs(here, there):
-        n = versions_line() or 0
+    if other_build and only_the_torch_build_differs(here, there, versions):
+        n = versions or 0
         allowed = (
             f"results.log: byte-identical to the committed log but line {n}, which names "
             f"another build of its torch (committed {_line(theirs, n)}, here {_line(ours, n)}), "
@@ -322,11 +321,17 @@ def _compare_readings(record_path: Path) -> Comparison:
     return Comparison(said, [f"{len(drift)} drifted readings"] if drift else [])
 
 
-def compare(outputs: Path, committed: Places, *, other_torch_build: bool = False) -> Comparison:
+def compare(
+    outputs: Path,
+    committed: Places,
+    *,
+    other_torch_build: bool = False,
+    versions: int | None = None,
+) -> Comparison:
     """How the outputs a claims run wrote into `outputs` compare with the `committed` ones:
     the log, the figures, and (from the run's record) the readings."""
     parts = (
-        _compare_log(outputs / "results.log", committed.results_log, other_torch_build),
+        _compare_log(outputs / "results.log", committed.results_log, other_torch_build, versions),
         _compare_figures(outputs / "diagrams", committed),
         _compare_readings(outputs / "record.json"),
     )
@@ -376,8 +381,10 @@ def main(argv: list[str]) -> int:
         return USAGE
     project = Path.cwd()  # the workshop whose committed outputs these are compared with
     try:
-        declared_in(project)
-        comparison = compare(outputs, Places(project), other_torch_build=args.other_torch_build)
+        versions = declared_in(project).log().versions_line()
+        comparison = compare(
+            outputs, Places(project), other_torch_build=args.other_torch_build, versions=versions
+        )
     except ValueError as error:  # no workshop here, or a record that cannot be read
         print(error, file=sys.stderr)
         return USAGE

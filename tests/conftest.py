@@ -15,8 +15,11 @@ import matplotlib
 import pytest
 import torch
 
-from claimlog.platform import import_for_the_whole_process
+from bnvg.log.layout import log as bnvg_log
+from claimlog.machine import import_for_the_whole_process
 from claimlog.runner import ClaimsRun, claims_command, environment, run_claims, scratch_copy
+
+LOG = bnvg_log()  # the workshop's log, as claimlog reads it
 
 # pytester's in-process runs put sys.modules back as they found it. torch, an extension
 # module, cannot be imported a second time in one process; the libraries the claims' sessions
@@ -172,7 +175,7 @@ KERNEL_VARIABLES = ("ATEN_", "MKL_", "ONEDNN_", "DNNL_", "NPY_", "OMP_", "KMP_",
 
 def _script_inputs_key():
     """A digest of what the script's log is computed from (see `SCRIPT_LOGS`)."""
-    from claimlog.platform import cpu, cpu_flags
+    from claimlog.machine import cpu, cpu_flags
     from claimlog.store import digest
 
     packages = sorted(
@@ -555,7 +558,6 @@ class CommittedLog:
 
     def check(self, produced):
         __tracebackhide__ = True
-        from claimlog.log.lines import line_number
         from claimlog.runner import differing_lines, only_the_torch_build_differs
 
         if produced == self.bytes:
@@ -564,10 +566,11 @@ class CommittedLog:
         # The rule `python -m claimlog.runner --other-torch-build` applies, and this process's
         # torch is the build the line names.
         moved = differing_lines(here, there)
-        assert only_the_torch_build_differs(here, there), (
+        versions = LOG.versions_line()
+        assert only_the_torch_build_differs(here, there, versions), (
             f"the log differs from the committed one on lines {moved}"
         )
-        versions = line_number("versions")
+        assert versions is not None
         assert here.splitlines()[versions - 1].startswith(f"torch {torch.__version__} | ")
 
 
@@ -583,13 +586,14 @@ def own_evidence():
     """Writes a sweep table into a test project as evidence of *its* claims: stamped with
     their keys, as the sweep stamps the tables it merges (evidence of another key is not
     read)."""
+    from bnvg.workshop import DECLARATION
     from claimlog.evidence.fragments import claim_keys
     from claimlog.places import Places
 
     def write(project, table):
         places = Places(project)
         places.evidence.mkdir(parents=True, exist_ok=True)
-        stamped = {**table, "keys": claim_keys(places)}
+        stamped = {**table, "keys": claim_keys(places, DECLARATION)}
         places.fragility_json.write_text(json.dumps(stamped))
 
     return write

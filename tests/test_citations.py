@@ -2,9 +2,12 @@
 
 import pytest
 
+from bnvg.log.layout import log as bnvg_log
 from claimlog.evidence.fragility import EMPTY
 from claimlog.log.readings import FRACTION, MAGNITUDE, RATIO, REAL, SETTING, Quantity, Reading
 from claimlog.text.citations import CitedLine, check, find_citations, rounds_to, says
+
+LOG = bnvg_log()  # the workshop's log, as claimlog reads it
 
 
 @pytest.mark.parametrize(
@@ -169,8 +172,6 @@ import json  # noqa: E402
 import textwrap  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from claimlog.log.lines import line_named  # noqa: E402
-
 ROOT = Path(__file__).resolve().parent.parent
 CITED = [
     "S1 feature std",
@@ -196,7 +197,7 @@ def committed_line(key):
     for path in (ROOT / "snapshots" / "numbers" / "claims").rglob("*.csv"):
         with path.open(newline="") as f:
             values.update({row["reading"]: row["value"] for row in csv.DictReader(f)})
-    line = line_named(key)
+    line = LOG.line_named(key)
     given = {}
     for field, q in line.template.quantities():
         if field in line.settings:

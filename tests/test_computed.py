@@ -64,7 +64,7 @@ def test_a_damaged_entry_is_reported_and_computed_again(tmp_path):
 def test_torchs_facts_are_asked_of_torch_once_then_read_without_importing_it(tmp_path):
     script = (
         "import sys; from pathlib import Path; from claimlog.store import Store; "
-        "from claimlog.platform import torch_facts; "
+        "from claimlog.machine import torch_facts; "
         f"facts = torch_facts(Store(Path({str(tmp_path)!r}))); "
         "print(facts['cpu capability'], 'torch' in sys.modules)"
     )

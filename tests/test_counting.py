@@ -8,15 +8,18 @@ from claimlog.platform import Platform
 CLAIM = '''
 import os
 import pytest
-from claimlog.log.lines import line_named
+
 from claimlog.log.readings import exactly
+from bnvg.log.layout import log as bnvg_log
+
+LOG = bnvg_log()  # the workshop's log, as claimlog reads it
 
 
 @pytest.mark.log_lines("S1 split")
 def test_split(quoted):
     """The split is 800 / 200, and something no printed number says."""
     train = int(os.environ.get("SPLIT_TRAIN", "800"))
-    quoted.lines(line_named("S1 split").fill(train=train, test=200), holds={"test points": exactly(200)})
+    quoted.lines(LOG.line_named("S1 split").fill(train=train, test=200), holds={"test points": exactly(200)})
     assert os.environ.get("BREAK_AFTER_QUOTING") is None, "a statement beyond the printed numbers"
 '''
 

@@ -20,8 +20,9 @@ import pytest
 
 from bnvg.experiment.runs import RUNS
 from bnvg.log.layout import FIGURES
+from bnvg.log.layout import log as bnvg_log
+from bnvg.workshop import DECLARATION
 from claimlog.evidence.fragility import from_document
-from claimlog.log.lines import claimed_keys, layout, line_number
 from claimlog.places import Places
 from claimlog.sweep import report
 from claimlog.sweep.merge import (
@@ -35,6 +36,8 @@ from claimlog.sweep.merge import (
     UPGRADES_END,
     with_findings,
 )
+
+LOG = bnvg_log()  # the workshop's log, as claimlog reads it
 
 ROOT = Path(__file__).resolve().parent.parent
 PLACES = Places(ROOT)
@@ -290,8 +293,10 @@ def test_the_platform_pages_sections_are_the_committed_evidence_rendered():
     fragility = from_document(json.loads(PLACES.fragility_json.read_text()))
     robustness = json.loads(PLACES.robustness_json.read_text())
     page = (ROOT / PLATFORMS_PAGE).read_text()
-    costs = report.render_upgrades(fragility, robustness, len(layout()))
-    arm64 = report.render_architectures(fragility, robustness)
+    costs = report.render_upgrades(
+        fragility, robustness, len(LOG.lines), LOG.versions_line(), DECLARATION.published
+    )
+    arm64 = report.render_architectures(fragility, robustness, LOG.versions_line())
     rendered = with_findings(
         with_findings(page, costs, UPGRADES_BEGIN, UPGRADES_END), arm64, ARM64_BEGIN, ARM64_END
     )
@@ -327,7 +332,7 @@ def text_snapshots() -> int:
 def test_every_count_outside_the_generated_sections_is_the_projects(collected):
     """A count the pages quote (the first run's output, say) is the one the project has now."""
     counts = {
-        r"(?<![\w.])(\d+) verified lines": len(claimed_keys()),
+        r"(?<![\w.])(\d+) verified lines": len(LOG.claimed_keys()),
         r"(?<![\w.])(\d+) passing claims": collected["owning"],
         r"(?<![\w.])(\d+) passed\b": collected["claims"],
         r"(?<![\w.])(\d+) claims\b": collected["claims"],
@@ -366,7 +371,7 @@ def test_every_log_line_the_pages_name_is_that_readings_line():
     for page in PAGES:
         text = hand_written(page)
         for m in re.finditer(r"\(log line (\d+), ([^,()]+?), [^()]+\)", text):
-            assert line_number(m[2]) == int(m[1]), (page.name, m[0])
+            assert LOG.line_number(m[2]) == int(m[1]), (page.name, m[0])
             seen += 1
         for m in re.finditer(r"(\S+) -> \S+ \(log line (\d+),", text):  # an update's old -> new
             assert m[1] in log_line(int(m[2])), (page.name, m[0])
@@ -374,7 +379,7 @@ def test_every_log_line_the_pages_name_is_that_readings_line():
         for m in re.finditer(
             r"\n  ([^:\n]+?), [^:\n]+: snapshot \S+, here (\S+) \(log line (\d+)", text
         ):
-            assert line_number(m[1]) == int(m[3]) and m[2] in log_line(int(m[3])), m[0]
+            assert LOG.line_number(m[1]) == int(m[3]) and m[2] in log_line(int(m[3])), m[0]
             seen += 1
     assert seen >= 5
 

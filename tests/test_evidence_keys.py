@@ -14,14 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from bnvg.workshop import DECLARATION
 from claimlog.evidence.fragility import Fragility, ReadingEvidence, Seen
 from claimlog.evidence.fragments import Fragment, FragmentStore, Variant, claim_keys
-from claimlog.log.lines import line_named
 from claimlog.log.readings import Reading
 from claimlog.places import Places
 from claimlog.runner import scratch_copy
 
 ROOT = Path(__file__).resolve().parent.parent
+LOG = DECLARATION.log()
 AUTOGRAD = (
     "claims/test_s2_sigmoid_and_loss.py::test_autograd_gradient_of_bce_wrt_logit_is_p_minus_y"
 )
@@ -39,8 +40,8 @@ from pathlib import Path
 from claimlog.declaration import declared_in
 from claimlog.evidence.fragments import claim_keys
 from claimlog.places import Places
-declared_in(Path(sys.argv[1]))
-print(json.dumps(claim_keys(Places(Path(sys.argv[1])))))
+workshop = declared_in(Path(sys.argv[1]))
+print(json.dumps(claim_keys(Places(Path(sys.argv[1])), workshop)))
 """
 
 # Each edit, made alone in the copy: the claims whose key it changes, by a subprocess that
@@ -52,8 +53,8 @@ from claimlog.declaration import declared_in
 from claimlog.evidence.fragments import claim_keys
 from claimlog.places import Places
 project = Path(sys.argv[1])
-declared_in(project)
-base = claim_keys(Places(project))
+workshop = declared_in(project)
+base = claim_keys(Places(project), workshop)
 changed = {}
 for name, (file, old, new) in json.loads(sys.argv[2]).items():
     path = project / file
@@ -61,7 +62,7 @@ for name, (file, old, new) in json.loads(sys.argv[2]).items():
     assert old in text, f"{old!r} is not in {file}"
     path.write_text(text.replace(old, new, 1))
     try:
-        keys = claim_keys(Places(project))
+        keys = claim_keys(Places(project), workshop)
     finally:
         path.write_text(text)
     assert keys.keys() == base.keys()
@@ -158,7 +159,7 @@ def test_the_sgd_loop_is_read_by_every_claim_of_a_trained_run_and_no_other(chang
 # -- a fragment's fresh part ------------------------------------------------------------------
 def reading(key: str, value: float) -> Reading:
     """The first number of log line `key`, at `value`."""
-    [(_, quantity), *_] = line_named(key).template.quantities()
+    [(_, quantity), *_] = LOG.line_named(key).template.quantities()
     return Reading(key, quantity, value)
 
 
@@ -240,7 +241,7 @@ def test_the_committed_evidence_is_keyed_by_this_checkouts_claims():
     """Every committed fragment is of the keyed format, and the sweep's table holds no stale
     claim: an edit that made some stale must come with the sweep that refreshes it."""
     places = Places(ROOT)
-    keys = claim_keys(places)
+    keys = claim_keys(places, DECLARATION)
     table = json.loads(places.fragility_json.read_text())
     stale = sorted(c for c, k in table["keys"].items() if keys.get(c) != k)
     assert stale == [], f"stale evidence of {stale}: run python -m bnvg.sweep"
@@ -258,19 +259,21 @@ def test_the_keys_are_kept_in_pytest_cache_for_every_process_while_no_file_chang
 
     project = scratch_copy(ROOT, tmp_path / "project")
     kept = Store(tmp_path / "cache")
-    sliced = claim_keys(Places(project), kept)
-    assert sliced == claim_keys(Places(ROOT))  # where the project lies changes no key
+    sliced = claim_keys(Places(project), DECLARATION, kept)
+    assert sliced == claim_keys(Places(ROOT), DECLARATION)  # where the project lies changes no key
 
     def no_slicing(*args):
         raise AssertionError("the keys were sliced again")
 
     monkeypatch.setattr(fragments, "_claim_keys", no_slicing)
-    assert claim_keys(Places(project), kept) == sliced  # read back, as another process would
+    assert (
+        claim_keys(Places(project), DECLARATION, kept) == sliced
+    )  # read back, as another process would
 
     claims = project / "claims" / "test_s2_sigmoid_and_loss.py"
     claims.write_text(claims.read_text().replace("about(0.0177)", "about(0.018)", 1))
     with pytest.raises(AssertionError, match="sliced again"):
-        claim_keys(Places(project), kept)
+        claim_keys(Places(project), DECLARATION, kept)
     monkeypatch.undo()
-    edited = claim_keys(Places(project), kept)
+    edited = claim_keys(Places(project), DECLARATION, kept)
     assert sorted(c for c in sliced if edited[c] != sliced[c]) == [SATURATED]

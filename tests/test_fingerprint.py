@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from claimlog import kernels
-from claimlog.platform import TORCH_REFERENCE, Platform, fingerprint_under, reference_kernels
+from claimlog.kernels import fingerprint_under, reference_kernels
+from claimlog.platform import TORCH_REFERENCE, Platform
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from bnvg.workshop import DECLARATION
 from claimlog.evidence.fragility import EMPTY, from_document, load
 from claimlog.log.readings import (
     PERCENT,
@@ -63,7 +64,9 @@ def test_a_reading_that_prints_the_same_everywhere_is_robust_whatever_the_seeds_
     first = t.readings["S6 batch norm, first step at the target"]
     assert first.platform_verdict == "robust" and not first.general
     assert first.holds_in("seeds") == (1, 2)
-    assert [(what, (r.k, r.n)) for what, r in first.generality()] == [("starting weights", (1, 2))]
+    assert [(what, (r.k, r.n)) for what, r in first.generality(DECLARATION.seeds)] == [
+        ("starting weights", (1, 2))
+    ]
 
 
 def test_a_reading_that_moved_on_a_platform_is_fragile_with_a_band():
@@ -85,7 +88,7 @@ def test_layer_norm_is_not_general_over_seeds_and_says_how_often_its_bar_holds()
     assert e.platform_verdict == "robust" and not e.general and e.sometimes
     assert e.holds_in("seeds") == e.holds_in("sampler") == (3, 8)
     assert e.holds_in("init") == (0, 1)  # the reference alone
-    assert e.what_holds() == "at least 90 in 3 of 8 minibatch orders"
+    assert e.what_holds(DECLARATION.seeds) == "at least 90 in 3 of 8 minibatch orders"
     assert e.range_seen() == (48.5, 100.0)
     # The published log is shown beside, as observed: it counts in no verdict and no band.
     assert e.published is not None and e.published.printed == "100.0"
@@ -142,7 +145,7 @@ def test_the_document_round_trips_through_json_and_a_damaged_one_is_named(tmp_pa
         ValueError,
         match=r"fragility.json is damaged .*rebuild it with the sweep: python -m bnvg.sweep",
     ):
-        load(path)
+        load(path, DECLARATION.sweep_command)
     assert load(tmp_path / "nowhere.json") is EMPTY
 
 

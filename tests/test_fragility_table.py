@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from bnvg.log.layout import log as bnvg_log
 from claimlog.evidence.fragility import load
-from claimlog.log.lines import layout, read_published
 from claimlog.places import Places
+
+LOG = bnvg_log()  # the workshop's log, as claimlog reads it
 
 PLACES = Places(Path(__file__).resolve().parent.parent)
 TABLE = load(PLACES.fragility_json)
@@ -29,7 +31,7 @@ def test_every_reading_the_claims_quote_has_a_row_named_by_its_line_and_label():
     )
     claimed = {
         f"{line.key}, {q.label}"
-        for line in layout()
+        for line in LOG.lines
         if line.claimed
         for _, q in line.template.quantities()
         if line.key != "versions"  # the header names the platform: not a snapshot
@@ -62,7 +64,7 @@ def test_a_reading_is_fragile_exactly_when_some_platform_printed_it_differently(
 
 
 def test_every_number_the_published_log_prints_differently_is_shown_beside_it():
-    published = read_published(PLACES.published_log)
+    published = LOG.read_published(PLACES.published_log)
     differ = {
         name
         for name, r in published.items()

@@ -22,9 +22,11 @@ from pathlib import Path
 
 import pytest
 
+from bnvg.log.layout import log as bnvg_log
 from claimlog.evidence.record import ClaimResult, Record
-from claimlog.log.lines import line_number
 from claimlog.runner import DIFFERENT, SAME, USAGE, environment, main
+
+LOG = bnvg_log()  # the workshop's log, as claimlog reads it
 
 ROOT = Path(__file__).resolve().parent.parent
 S5 = "test_s5_geometric_decay"
@@ -282,7 +284,7 @@ def test_a_log_that_differs_only_in_line_endings_is_a_difference(outputs, capsys
     assert "results.log in its line endings" in capsys.readouterr().err
 
 
-VERSIONS = line_number("versions")
+VERSIONS = LOG.line_number("versions")
 
 
 def other_build(line):

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from claimlog import machine
 from claimlog import platform as kernels
 from claimlog.platform import Platform, platform_id
 
@@ -15,7 +16,7 @@ def identity(env):
 
 
 def reference_values():
-    return {**kernels.TORCH_REFERENCE, "NPY_DISABLE_CPU_FEATURES": kernels.numpy_reference()}
+    return {**kernels.TORCH_REFERENCE, "NPY_DISABLE_CPU_FEATURES": machine.numpy_reference()}
 
 
 REFERENCE_ENV = {
@@ -56,7 +57,7 @@ def test_native_kernels_leave_torch_to_the_machine_but_keep_numpys_cap(avx2):
     env = {}
     origins = kernels.apply(native=True, environ=env)
     assert not set(kernels.TORCH_VARIABLES) & set(env)
-    assert env["NPY_DISABLE_CPU_FEATURES"] == kernels.numpy_reference()
+    assert env["NPY_DISABLE_CPU_FEATURES"] == machine.numpy_reference()
     assert [origins[k] for k in kernels.TORCH_VARIABLES] == [kernels.MACHINE] * 3
 
 
@@ -156,40 +157,40 @@ SAPPHIRE_RAPIDS_UNDER_THE_REFERENCE = SimpleNamespace(
 def test_numpys_width_is_read_from_its_enabled_dispatch_targets_not_its_cpu_features(
     monkeypatch,
 ):
-    monkeypatch.setattr(kernels, "_numpy_core", lambda: SAPPHIRE_RAPIDS_UNDER_THE_REFERENCE)
-    assert kernels.numpy_simd() == "AVX2"
+    monkeypatch.setattr(machine, "_numpy_core", lambda: SAPPHIRE_RAPIDS_UNDER_THE_REFERENCE)
+    assert machine.numpy_simd() == "AVX2"
 
 
 def test_numpys_width_counts_an_avx512_target_that_is_on(monkeypatch):
     core = SimpleNamespace(**vars(SAPPHIRE_RAPIDS_UNDER_THE_REFERENCE))
     core.__cpu_features__ = {**core.__cpu_features__, "AVX512_SKX": True}
-    monkeypatch.setattr(kernels, "_numpy_core", lambda: core)
-    assert kernels.numpy_simd() == "AVX512"
-    assert kernels.numpy_simd(without=["AVX512F", "AVX512_SKX"]) == "AVX2"
+    monkeypatch.setattr(machine, "_numpy_core", lambda: core)
+    assert machine.numpy_simd() == "AVX512"
+    assert machine.numpy_simd(without=["AVX512F", "AVX512_SKX"]) == "AVX2"
 
 
 def test_the_reference_turns_off_every_avx512_target_of_the_installed_numpy(monkeypatch):
     """Whatever its release: a newer numpy's AVX512_SPR target is turned off too, and no name
     numpy does not dispatch to is given (numpy warns of one)."""
     newer = ("AVX2", "AVX512F", "AVX512CD", "AVX512_SKX", "AVX512_ICL", "AVX512_SPR")
-    monkeypatch.setattr(kernels, "numpy_dispatch_targets", lambda: newer)
-    assert kernels.numpy_reference() == "AVX512F AVX512CD AVX512_SKX AVX512_ICL AVX512_SPR"
-    monkeypatch.setattr(kernels, "numpy_dispatch_targets", lambda: ("NEON", "ASIMD", "ASIMDHP"))
+    monkeypatch.setattr(machine, "numpy_dispatch_targets", lambda: newer)
+    assert machine.numpy_reference() == "AVX512F AVX512CD AVX512_SKX AVX512_ICL AVX512_SPR"
+    monkeypatch.setattr(machine, "numpy_dispatch_targets", lambda: ("NEON", "ASIMD", "ASIMDHP"))
     env = {}
     assert kernels.apply(environ=env)["NPY_DISABLE_CPU_FEATURES"] == kernels.MACHINE
     assert "NPY_DISABLE_CPU_FEATURES" not in env
 
 
 def test_the_installed_numpys_targets_are_asked_of_numpy_itself():
-    targets = kernels.numpy_dispatch_targets()
+    targets = machine.numpy_dispatch_targets()
     assert "AVX2" in targets
-    assert set(kernels.numpy_reference().split()) == {t for t in targets if "AVX512" in t}
+    assert set(machine.numpy_reference().split()) == {t for t in targets if "AVX512" in t}
 
 
 def test_a_child_process_keeps_numpys_cap_without_asking_numpy_again(avx2, monkeypatch):
     parent = {}
     kernels.apply(environ=parent)
-    monkeypatch.setattr(kernels, "numpy_dispatch_targets", lambda: pytest.fail("asked again"))
+    monkeypatch.setattr(machine, "numpy_dispatch_targets", lambda: pytest.fail("asked again"))
     child = dict(parent)
     origins = kernels.apply(native=True, environ=child)
     assert child["NPY_DISABLE_CPU_FEATURES"] == parent["NPY_DISABLE_CPU_FEATURES"]
@@ -240,13 +241,13 @@ def test_a_platform_round_trips_through_its_record():
 def test_torch_reads_the_thread_count_from_the_variable_the_platform_sets():
     import bnvg.experiment.runtime as runtime
 
-    assert runtime.THREADS == kernels.THREADS
+    assert runtime.THREADS == machine.THREADS
 
 
 # A process that computes, as a claims session is: it imports torch through the engine.
 TORCH_IMPORTED = """
 import gc
-from claimlog.platform import import_torch
+from claimlog.machine import import_torch
 import_torch()
 print(gc.isenabled(), gc.get_freeze_count(), len(gc.get_objects()))
 """
@@ -292,11 +293,11 @@ EMULATED_N1 = {
 
 
 def test_an_arm64_cpu_is_named_by_its_implementer_and_part(monkeypatch):
-    monkeypatch.setattr(kernels, "_cpuinfo", lambda: NEOVERSE_N1_CPUINFO)
-    assert kernels.cpu() == "Arm Neoverse-N1 (implementer 0x41 part 0xd0c)"
+    monkeypatch.setattr(machine, "_cpuinfo", lambda: NEOVERSE_N1_CPUINFO)
+    assert machine.cpu() == "Arm Neoverse-N1 (implementer 0x41 part 0xd0c)"
     unknown = {**NEOVERSE_N1_CPUINFO, "CPU implementer": "0x99", "CPU part": "0x001"}
-    monkeypatch.setattr(kernels, "_cpuinfo", lambda: unknown)
-    assert kernels.cpu() == "implementer 0x99 part 0x001"
+    monkeypatch.setattr(machine, "_cpuinfo", lambda: unknown)
+    assert machine.cpu() == "implementer 0x99 part 0x001"
 
 
 def test_an_emulated_arm64_platform_says_so_and_is_another_platform_than_the_hardware():

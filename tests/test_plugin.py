@@ -5,15 +5,17 @@ import textwrap
 
 import pytest
 
-from claimlog.log.lines import claimed_keys, layout, line_number
+from bnvg.log.layout import log as bnvg_log
 from claimlog.plugin.outcomes import NOT_VERIFIED
 from claimlog.store import atomic_write
 
-N_LINES = len(layout())
+LOG = bnvg_log()  # the workshop's log, as claimlog reads it
+
+N_LINES = len(LOG.lines)
 
 
 def slot_keys():
-    return claimed_keys()
+    return LOG.claimed_keys()
 
 
 def claim(name, keys, body="pass"):
@@ -57,9 +59,11 @@ def test_a_passing_claim_fills_its_line_at_the_cited_line_number(suite, pytester
     pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=1)
     lines = log.read_text().splitlines()
     assert len(lines) == N_LINES
-    assert lines[line_number("S1 split") - 1] == "  S1 split verified"
+    assert lines[LOG.line_number("S1 split") - 1] == "  S1 split verified"
     assert lines[6] == "[S1] two-moons dataset"  # fixed text stays where the script puts it
-    assert lines[line_number("S1 samples") - 1] == f"  {NOT_VERIFIED}: S1 samples -- no claim ran]"
+    assert (
+        lines[LOG.line_number("S1 samples") - 1] == f"  {NOT_VERIFIED}: S1 samples -- no claim ran]"
+    )
 
 
 def test_a_failing_claim_writes_none_of_its_numbers_and_marks_its_lines(suite, pytester):
@@ -71,9 +75,9 @@ def test_a_failing_claim_writes_none_of_its_numbers_and_marks_its_lines(suite, p
     lines = log.read_text().splitlines()
     assert len(lines) == N_LINES
     failed = f"  {NOT_VERIFIED}: S9 eval mode -- test_claims.py::test_eval_bug failed]"
-    assert lines[line_number("S9 eval mode") - 1] == failed
+    assert lines[LOG.line_number("S9 eval mode") - 1] == failed
     assert "S9 gamma verified" not in log.read_text()
-    assert lines[line_number("S1 split") - 1] == "  S1 split verified"
+    assert lines[LOG.line_number("S1 split") - 1] == "  S1 split verified"
 
 
 def test_a_claim_failing_after_it_wrote_its_lines_still_writes_none_of_them(pytester, workshop_ini):
@@ -268,7 +272,7 @@ def test_a_selection_of_the_projects_own_tests_still_gets_a_worker_per_core(pyte
     """`-k`/`-m` narrow the claims to a few networks, which one process trains fastest; the
     project's tier `pytest tests/ -m "not slow"` is hundreds of tests, spread over every
     core like any full run (None: xdist's own count)."""
-    from claimlog.plugin.options import pytest_xdist_auto_num_workers
+    from claimlog.plugin import pytest_xdist_auto_num_workers
 
     (pytester.path / "claims").mkdir()
     (pytester.path / "tests").mkdir()

@@ -6,13 +6,17 @@ the project has a requirements file for is in it, and in docs/platforms.md's gen
 
 from pathlib import Path
 
+from bnvg.log.layout import log as bnvg_log
+from bnvg.workshop import DECLARATION
 from claimlog.evidence.fragility import from_document
 from claimlog.evidence.fragility import load as load_fragility
-from claimlog.log.lines import versions_line
 from claimlog.log.readings import PERCENT, STEP, STEP_SPEC, Quantity, Reading, at_least, at_most
 from claimlog.places import Places
 from claimlog.sweep import report
 from claimlog.sweep.merge import PLATFORMS_PAGE, build_document, build_robustness
+
+LOG = bnvg_log()  # the workshop's log, as claimlog reads it
+VERSIONS = LOG.versions_line()
 
 ROOT = Path(__file__).resolve().parent.parent
 ACC = Quantity("final test accuracy", PERCENT, ".1f")
@@ -78,8 +82,8 @@ def test_an_upgrade_lists_the_lines_that_move_and_the_statements_that_break():
     robustness = build_robustness("ref", {}, {}, {claim: "..."}, outcomes)
     assert report.failing_claims(robustness, "2.15.0", reference="2.13.0") == [claim]
     assert report.failing_claims(robustness, "2.14.1", reference="2.13.0") == []
-    text = report.render_upgrades(t, robustness, reference_lines=107)
-    v = versions_line()
+    text = report.render_upgrades(t, robustness, 107, VERSIONS, DECLARATION.published)
+    v = LOG.versions_line()
     assert f"**torch 2.14.1**: 1 line moves ({v})." in text
     assert f"**torch 2.15.0**: 2 lines move ({v}, 66)." in text
     assert (
@@ -111,7 +115,9 @@ def test_the_published_log_is_placed_per_release():
     # Line 66 has no published reading here: only lines with published numbers are placed.
     assert report.published_lines(t, "2.12.1") == ([96], [])
     assert report.published_lines(t, "2.13.0") == ([], [96])
-    text = report.render_upgrades(t, build_robustness("ref", {}, {}, {}), reference_lines=107)
+    text = report.render_upgrades(
+        t, build_robustness("ref", {}, {}, {}), 107, VERSIONS, DECLARATION.published
+    )
     assert "- torch 2.12.1: 1 of 1 lines with numbers; not none" in text
     assert "no torch release here reproduces published lines none." in text
     alone = table({"2.15.0": readings()}, published=published)
@@ -176,8 +182,8 @@ def test_an_arm64_platform_lists_what_moves_and_what_was_robust_on_every_x86_64_
         {claim: "..."},
         architectures={"aarch64, Arm Neoverse-N1, emulated": {claim: "failed"}},
     )
-    text = report.render_architectures(t, robustness)
-    v = versions_line()
+    text = report.render_architectures(t, robustness, VERSIONS)
+    v = LOG.versions_line()
     assert (
         "**aarch64, Arm Neoverse-N1, emulated** (torch 2.13.0+cu130, ATen DEFAULT, emulated by "
         f"QEMU): 3 lines move ({v}, 66, 96)." in text
@@ -189,7 +195,7 @@ def test_an_arm64_platform_lists_what_moves_and_what_was_robust_on_every_x86_64_
     )
     assert "- `test_layer_norm_row` fails" in text
     assert "its bound breaks" in text
-    table_md = report.render_robustness(robustness, [("test_s8_other_fixes", "S8")])
+    table_md = report.render_robustness(robustness, [("test_s8_other_fixes", "S8")], DECLARATION)
     assert "| claim | aarch64, Arm Neoverse-N1, emulated |" in table_md
     assert "| `test_layer_norm_row` | **fails** |" in table_md
 

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from bnvg.workshop import DECLARATION
 from claimlog.evidence.fragility import Rate, wilson
 from claimlog.places import Places
 from claimlog.sweep import report
@@ -56,7 +57,7 @@ def test_the_changes_of_verdict_since_the_last_table_are_said():
         "sampler": {**OUTCOMES["sampler"], "sampler-seed-3": {"c::a": "failed", "c::b": "passed"}}
     }
     after = build_robustness("here", after_outcomes, {}, {})
-    assert report.changed(before, after) == [
+    assert report.changed(before, after, DECLARATION) == [
         "c::a: minibatch orders: 3 of 3 -> 3 of 4",
         "c::b: minibatch orders: 1 of 2 -> 2 of 3",
     ]
@@ -72,7 +73,7 @@ def test_the_findings_are_replaced_between_their_markers_only():
 def test_the_committed_findings_say_what_the_committed_table_says():
     document = json.loads(PLACES.robustness_json.read_text())
     page = (PLACES.root / SWEEP_PAGE).read_text()
-    assert with_findings(page, report.findings(document)) == page, (
+    assert with_findings(page, report.findings(document, DECLARATION)) == page, (
         f"{SWEEP_PAGE}'s findings are not the table's: run `python -m bnvg.sweep --merge-only`"
     )
 

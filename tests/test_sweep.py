@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
+from bnvg.workshop import DECLARATION
 from claimlog.evidence.fragments import Fragment, FragmentStore, claim_keys
 from claimlog.places import Places
 from claimlog.runner import environment, scratch_copy
@@ -51,7 +52,7 @@ def project(folder):
 
 
 def keys_of(folder):
-    return claim_keys(Places(folder))
+    return claim_keys(Places(folder), DECLARATION)
 
 
 # `python -m bnvg.sweep`, saying at its end whether it imported torch.

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from claimlog.log.lines import line_number
+from bnvg.log.layout import log as bnvg_log
 from claimlog.places import Places
 from claimlog.plugin.outcomes import NOT_VERIFIED
 from claimlog.runner import differing_figures, extra_figures
+
+LOG = bnvg_log()  # the workshop's log, as claimlog reads it
 
 # Whole claims sessions in subprocesses, cold and warm: the slow tier.
 pytestmark = pytest.mark.slow
@@ -123,7 +125,7 @@ def test_the_log_does_not_depend_on_order_distribution_or_thread_settings(
     verified = [n for n, line in enumerate(here, 1) if NOT_VERIFIED not in line]
     assert [n for n in verified if here[n - 1] != there[n - 1]] == []
     for key in ("S4 plain ratio", "S6 plain", "S6 batch norm", "S9 eval mode"):
-        assert line_number(key) in verified, key
+        assert LOG.line_number(key) in verified, key
     for run in (cold_serial_run, parallel_run):
         assert "Using --randomly-seed=" in run.stdout
         assert run.record.options["torch threads"] == 1

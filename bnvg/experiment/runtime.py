@@ -3,7 +3,7 @@
 Every module of bnvg that computes with torch imports it from here
 (`from bnvg.experiment.runtime import torch`), so whichever imports torch first sets the
 thread count before anything is computed: the thread count changes the training-end numbers.
-The session chooses it with `claimlog.platform.use_threads` before any claim runs.
+The session chooses it with `claimlog.machine.use_threads` before any claim runs.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 
 import torch
 
-# `claimlog.platform.THREADS`, named here rather than imported: the platform asks
+# `claimlog.machine.THREADS`, named here rather than imported: the platform asks
 # torch its facts through this module.
 THREADS = "CLAIMLOG_TORCH_THREADS"
 

@@ -42,10 +42,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from claimlog.declaration import declared
 from claimlog.log.readings import Bound, Quantity, Value, kind_named
 
 PUBLISHED = "published"
+# A workshop's words for its seed axes (`Declaration.seeds`): {axis: (one, many, counted)}.
+SeedWords = Mapping[str, tuple[str, str, str]]
 # The platform verdict: every platform prints the reading alike, or not.
 ROBUST, FRAGILE = "robust", "fragile"
 
@@ -84,6 +85,9 @@ class ReadingEvidence:
     reference_platform: str = ""  # the id of the platform `reference` was computed on
     published: Seen | None = None  # the published log: an observation, shown beside, never counted
     claim: str = ""  # the claim that owns its line, whose key its evidence is of
+    # The workshop's words for its seed axes (`Declaration.seeds`), given as the table is
+    # loaded: "16 of 33 minibatch orders" rather than "16 of 33 sampler".
+    words: SeedWords = field(default_factory=dict, compare=False)
 
     @property
     def moved_in_print(self) -> bool:
@@ -185,14 +189,17 @@ class ReadingEvidence:
         whole = kind.integer and float(value).is_integer()
         return Quantity(self.label, kind, self.spec).print(int(value) if whole else value)
 
-    def generality(self) -> list[tuple[str, Rate]]:
+    def generality(self, seeds: SeedWords | None = None) -> list[tuple[str, Rate]]:
         """How general its claim's bound is: per seed axis with more than one run, in how
-        many it held, [("minibatch orders", Rate(16, 33)), ("starting weights", ...)]."""
+        many it held, named in the workshop's words (`seeds`, else those the table was loaded
+        with): [("minibatch orders", Rate(16, 33)), ("starting weights", ...)]."""
+        words = seeds or self.words
+        here = dict.fromkeys(seen.axis for seen in self.seeds.values())
         out = []
-        for axis, (_, what, _) in declared().seeds.items():
+        for axis in [*(a for a in words if a in here), *(a for a in here if a not in words)]:
             counts = self.holds_in(axis)
             if counts and counts[1] > 1:
-                out.append((what, Rate(*counts)))
+                out.append((words[axis][1] if axis in words else axis, Rate(*counts)))
         return out
 
     @property
@@ -206,10 +213,10 @@ class ReadingEvidence:
         counts = self.holds_in("platforms")
         return None if counts is None or counts[1] < 2 else Rate(*counts)
 
-    def what_holds(self) -> str:
+    def what_holds(self, seeds: SeedWords | None = None) -> str:
         """What a text can honestly say of its bound: how general it is over the seeds, and,
         apart, on how many platforms it holds."""
-        said = [f"{self.bound} in {r.k} of {r.n} {what}" for what, r in self.generality()]
+        said = [f"{self.bound} in {r.k} of {r.n} {what}" for what, r in self.generality(seeds)]
         platforms = self.on_how_many_platforms()
         if platforms is not None and not platforms.always:
             said.append(f"{self.bound} on {platforms.k} of {platforms.n} platforms")
@@ -278,7 +285,8 @@ def _seen(data: Mapping[str, Any]) -> Seen:
     return Seen(data["value"], data["printed"], data.get("holds"), data.get("axis", "platform"))
 
 
-def from_document(document: Mapping[str, Any]) -> Fragility:
+def from_document(document: Mapping[str, Any], words: SeedWords | None = None) -> Fragility:
+    """The table a document (fragility.json) holds; its seed axes named with `words`."""
     readings = {}
     for name, entry in document["readings"].items():
         bound = entry.get("bound")
@@ -299,6 +307,7 @@ def from_document(document: Mapping[str, Any]) -> Fragility:
             reference_platform=str(document.get("reference", "")).split("/")[0],
             published=None if entry.get("published") is None else _seen(entry["published"]),
             claim=str(entry.get("claim", "")),
+            words=words or {},
         )
     return Fragility(
         readings,
@@ -312,16 +321,19 @@ def from_document(document: Mapping[str, Any]) -> Fragility:
     )
 
 
-def load(path: Path) -> Fragility:
-    """The committed table; without one every reading is robust."""
+def load(
+    path: Path, rebuild: str = "python -m claimlog.sweep", words: SeedWords | None = None
+) -> Fragility:
+    """The committed table; without one every reading is robust. A damaged one is refused,
+    saying the command that `rebuild`s it (the workshop's sweep); `words` name its seed axes."""
     if not path.exists():
         return EMPTY
     try:
-        return from_document(json.loads(path.read_text()))
+        return from_document(json.loads(path.read_text()), words)
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(
             f"{path} is damaged ({type(error).__name__}: {error}); restore it from git or "
-            f"rebuild it with the sweep: {declared().sweep_command}"
+            f"rebuild it with the sweep: {rebuild}"
         ) from None
 
 

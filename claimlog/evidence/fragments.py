@@ -43,7 +43,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from claimlog.declaration import KeyPart, declared
+from claimlog.declaration import Declaration, KeyPart
+from claimlog.evidence.fragility import SeedWords
 from claimlog.evidence.record import Record
 from claimlog.log.readings import Reading
 from claimlog.places import Places
@@ -56,11 +57,6 @@ from claimlog.store import Memo, Store, digest, python_files, replacing, source_
 FORMAT = 4
 SUFFIX = ".json.gz"
 PLATFORM = "platform"
-
-
-def axes() -> tuple[str, ...]:
-    """What a variant may vary: the platform, or one of the workshop's seed axes."""
-    return (PLATFORM, *declared().seed_axes())
 
 
 @dataclass(frozen=True)
@@ -77,10 +73,6 @@ class Variant:
     native: bool = False  # --native-kernels: the machine's own choice
     seed: int | None = None
 
-    def __post_init__(self) -> None:
-        if self.axis != PLATFORM and self.axis not in axes():
-            raise ValueError(f"unknown axis {self.axis!r}: one of {', '.join(axes())}")
-
     def args(self) -> list[str]:
         """The options of the claims session this variant is."""
         args = [f"--torch-threads={self.threads}"]
@@ -93,9 +85,10 @@ class Variant:
     def env(self) -> dict[str, str]:
         return dict(self.settings)
 
-    def describe(self) -> str:
+    def describe(self, seeds: SeedWords | None = None) -> str:
+        """What the variant is, for people; a seed named in the workshop's words (`seeds`)."""
         if self.axis != PLATFORM:
-            one = declared().seeds[self.axis][0]
+            one = (seeds or {}).get(self.axis, (self.axis, "", ""))[0]
             return f"{one} {self.seed} ({self.axis} seed)"
         if self.native:
             return "the workshop on this machine's own kernels (--native-kernels)"
@@ -373,9 +366,9 @@ SHOWN = 12  # hex digits shown to people: enough to tell two keys apart
 READINGS = Path(__file__).resolve().parent.parent / "log" / "readings.py"
 
 
-def claim_keys(places: Places, kept: Store | None = None) -> dict[str, str]:
-    """Each claim of the project at `places` ("claims/test_s2_....py::test_x"), but those
-    marked `evidence` (which read the sweep's tables and are no evidence themselves), with its
+def claim_keys(places: Places, workshop: Declaration, kept: Store | None = None) -> dict[str, str]:
+    """Each claim of `workshop`, the project at `places` ("claims/test_s2_....py::test_x"),
+    but those marked `evidence` (which read the sweep's tables and are no evidence), with its
     key (see the module): read from the source, without importing a claim or torch; once per
     process while no file it reads changes, and, given a store (`kept`: in pytest's cache),
     once for all processes while no file it reads (nor the slicing itself) changes.
@@ -385,7 +378,6 @@ def claim_keys(places: Places, kept: Store | None = None) -> dict[str, str]:
     engine (which checks numbers and never computes them) but for what a bound means, and at
     whatever else the workshop leaves out (bnvg leaves out its layout: it builds every line
     at once, and through it every claim would read S2's CHECK_LOGIT)."""
-    workshop = declared()
     claims = places.root / "claims"
     plugins = _plugin_files(workshop.plugins)
     roots = (*workshop.computing, *workshop.quoting, READINGS, claims)

@@ -13,8 +13,8 @@ line is a `Line`: a `Template` and what fills it.
 Headings (`heading="section"` or `"block"`) are the context of the lines below them: a
 citation of a training run's line may quote the steps its section heading prints.
 
-A `Log` is the whole layout, in order; the engine asks the declared workshop's
-(`claimlog.declaration`) through the functions at the end of this module.
+A `Log` is the whole layout, in order: the engine asks the workshop's own
+(`Declaration.log`), which the session hands to whatever reads a line.
 
 **A line's wording** (`Template`): A workshop cites its log by line number and quotes
 numbers at the precision printed, so its templates are part of the contract: a changed width
@@ -160,14 +160,9 @@ class LogLine:
     names: tuple[str, ...] = ()  # the text fields' values: a layer's number, a variant's name
 
     @staticmethod
-    def versions(torch: str, numpy: str) -> LogLine:
-        """The declared log's versions line (`Line.versions`), naming what computed it."""
-        return log().line_named(VERSIONS).fill({"torch": torch, "numpy": numpy})
-
-    @staticmethod
     def plot(name: str) -> LogLine:
-        """The declared log's line for the figure `name` (`Line.plot`)."""
-        return log().line_named(f"{PLOT}{name}").fill()
+        """The line for the figure `name` (`Line.plot`), filled."""
+        return Line.plot(name).fill()
 
     def reading(self, label: str) -> Reading:
         for r in self.readings:
@@ -242,7 +237,7 @@ class Line:
     @classmethod
     def versions(cls, seed: int | None = None) -> Line:
         """The header's line that names what computed the log ("torch 2.13.0+cpu | numpy
-        2.2.6 | seed 0"): the claim that owns it fills it with `LogLine.versions` (where a
+        2.2.6 | seed 0"): the claim that owns it writes it with `results_log.versions` (where a
         log has it, `--other-torch-build` lets it alone differ, and the sweep's upgrade
         report shows it moving with every release)."""
         if seed is None:
@@ -366,6 +361,10 @@ class Log:
                 block = n
         return tuple(document + [n for n in (section, block) if n is not None and n != number])
 
+    def versions_line(self) -> int | None:
+        """The number of the log's versions line (`VERSIONS`), if it has one."""
+        return self._index.get(VERSIONS)
+
     def read_published(self, path: Path) -> dict[str, Reading]:
         """Every reading of the published log, by name (its value parsed from the printed
         text through the same templates)."""
@@ -395,7 +394,7 @@ class Log:
         return found
 
 
-# -- the declared workshop's log, for the engine ------------------------------------------------
+# -- the lines the engine provides -------------------------------------------------------------
 # The one line name the engine knows: a workshop's header line that names the torch which
 # computed the log ("torch 2.13.0+cpu | numpy 2.2.6 | seed 0"). Optional: where a log has it,
 # another build of the same torch release may differ there alone (--other-torch-build), and
@@ -407,58 +406,3 @@ _VERSIONS_AND_SEED = Template(
     "torch {torch} | numpy {numpy} | seed {seed}", {"seed": Quantity("seed", SETTING)}
 )
 _PLOT_SAVED = Template("  [plot saved: diagrams/{name}]")
-
-
-def versions_line() -> int | None:
-    """The number of the declared log's versions line, if it has one."""
-    try:
-        return line_number(VERSIONS)
-    except ValueError:  # the log has no such line
-        return None
-
-
-def log() -> Log:
-    """The log of the workshop this process runs (`claimlog.declaration.declared`)."""
-    from claimlog.declaration import declared
-
-    return declared().log()
-
-
-def claimed_keys() -> tuple[str, ...]:
-    return log().claimed_keys()
-
-
-def line_named(key: str) -> Line:
-    return log().line_named(key)
-
-
-def line_number(key: str) -> int:
-    return log().line_number(key)
-
-
-def key_at(number: int) -> str | None:
-    return log().key_at(number)
-
-
-def fixed_lines() -> dict[int, LogLine]:
-    return log().fixed_lines()
-
-
-def section_headings() -> dict[int, str]:
-    return log().section_headings()
-
-
-def context_of(number: int) -> tuple[int, ...]:
-    return log().context_of(number)
-
-
-def section_of(number: int) -> str:
-    return log().section_of(number)
-
-
-def read_published(path: Path) -> dict[str, Reading]:
-    return log().read_published(path)
-
-
-def layout() -> tuple[Line, ...]:
-    return log().lines

@@ -1,43 +1,50 @@
-"""The pytest plugin of claimlog, found by pytest through its `pytest11` entry point.
+"""The pytest plugin of claimlog, found by pytest through its `pytest11` entry point: every
+hook it implements, each a few lines, handing the work to the module that does it.
 
 It stays inert in a folder whose pytest configuration declares no workshop
 (`claimlog.declaration`). Where one is declared, before the first conftest is read, it sets
 the reference kernels (`claimlog.platform`: numpy reads its part when it is imported, which
 the plugin's own modules do next, and the options decide torch's part again before torch is
-imported), then registers its six modules and the workshop's own plugins:
+imported), makes the session's one state, a `ClaimSession` on the config
+(`claimlog.plugin.session`), and registers the fixtures and the workshop's own plugins. The
+modules of the plugin:
 
 - `options`: the command line and the markers, read once into the session's `Settings`;
-  which claims run and where (xdist); the platform this process computes on and where it
-  stands with the evidence (reference, held, new);
+- `session`: the `ClaimSession`: the workshop, the settings, the platform this process
+  computes on and where it stands with the evidence (reference, held, new), the update;
+- `outcomes`: the channel a claim's reports carry to the controller, and what the controller
+  learns of each claim; the log the passing claims verify;
 - `quoting`: `quoted`, a claim's readings and lines checked against the two snapshot
   libraries (pytest-regressions' numbers, syrupy's text), then handed to the log;
 - `fixtures`: what every workshop's claims read: `quoted`, `figure`, `runs`, `computed`,
   the evidence;
-- `outcomes` (no hooks): what the controller learns of each claim from its reports, and the
-  log the passing claims verify; read by `session` and `reports`;
-- `session`: the controller, which learns every claim's outcome from the test reports and
-  writes the session's outputs (results.log, the record, the reference identity, the text's
-  rewrites) and its summary;
-- `reports`: the claims report (--claims-report) and pytest-html's extras;
 - `citations`: --workshop DIR, one test per citation of the log in the workshop's text
-  (Markdown, Quarto, notebooks), and the quotes an update rewrites.
+  (Markdown, Quarto, notebooks), and the quotes an update rewrites;
+- `reports`: the claims report (--claims-report) and pytest-html's extras;
+- `controller`: on the controller (the only process, or xdist's), what every claim did; it
+  writes the session's outputs (results.log, the record, the reference identity, the text's
+  rewrites) and its summary.
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import os
 import sys
+from collections.abc import Generator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from claimlog.declaration import INI_NAME, declare, load
+from claimlog.declaration import INI_NAME, load
 
-MODULES = tuple(
-    f"claimlog.plugin.{name}"
-    for name in ("options", "quoting", "fixtures", "session", "reports", "citations")
-)
+if TYPE_CHECKING:
+    from claimlog.plugin.controller import Controller
+    from claimlog.plugin.session import ClaimSession
 
+FIXTURES = "claimlog.plugin.fixtures"  # the fixtures every workshop's claims read
 
 # Said in one line each, once pytest's capture of conftest loading is over (pytest_configure).
 CAME_FIRST = {
@@ -57,11 +64,27 @@ CAME_FIRST = {
 IMPORTED_FIRST = pytest.StashKey[list[str]]()
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    for module in config.stash.get(IMPORTED_FIRST, []):
-        sys.stderr.write(CAME_FIRST[module])
+def _session(config: pytest.Config) -> ClaimSession | None:
+    """The claimlog session of `config`; None where no workshop is declared."""
+    from claimlog.plugin.session import SESSION
+
+    return config.stash.get(SESSION, None)
 
 
+def _controller(config: pytest.Config) -> Controller | None:
+    """The session's controller (the only process's, or xdist's controller's); None else."""
+    if _session(config) is None:
+        return None
+    from claimlog.plugin.controller import controller_of
+
+    return controller_of(config)
+
+
+def _html(config: pytest.Config) -> bool:
+    return config.pluginmanager.hasplugin("html") and bool(config.getoption("htmlpath", None))
+
+
+# -- starting ---------------------------------------------------------------------------------
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         INI_NAME,
@@ -69,6 +92,42 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "claimlog.Declaration); without it claimlog does nothing",
         default="",
     )
+
+
+class _SessionHooks:
+    """The hooks whose arguments reach no config, bound to the session instead: registered
+    once its workshop is declared (pytest-html's, too, add a column only to a workshop's
+    report)."""
+
+    def __init__(self, session: ClaimSession) -> None:
+        self.session = session
+
+    def pytest_addoption(self, parser: pytest.Parser) -> None:
+        """The workshop's options, its seed axes among them: pytest calls a plugin's
+        `pytest_addoption` as it registers, before the command line is parsed."""
+        from claimlog.plugin.options import add_options
+
+        add_options(parser, self.session.workshop)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Every report reaches the controller, xdist workers' too."""
+        from claimlog.plugin.controller import controller_of
+
+        controller = controller_of(self.session.config)
+        if controller is not None:
+            controller.add_report(report)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_header(self, cells: list[str]) -> None:
+        from claimlog.plugin.reports import CLAIM_HEADER
+
+        cells.insert(2, CLAIM_HEADER)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
+        from claimlog.plugin.reports import claim_cell
+
+        cells.insert(2, claim_cell(report))
 
 
 # Not tryfirst: pytest's own `pythonpath` ini option is applied first, so a workshop that is
@@ -90,15 +149,236 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
         if module in sys.modules and any(before[n] != os.environ.get(n) for n in variables)
     ]
     try:
-        declaration = declare(load(spec, str(early_config.inipath)))
+        workshop = load(spec, str(early_config.inipath))
     except ValueError as error:
         raise pytest.UsageError(str(error)) from None
+    from claimlog.plugin.session import SESSION, ClaimSession
+
+    session = early_config.stash[SESSION] = ClaimSession(early_config, workshop)
     manager = early_config.pluginmanager
-    # The engine's own modules import one another: registered as imported (pytest would
-    # warn that an imported module cannot be rewritten for its asserts, which they need not).
-    for name in MODULES:
-        module = importlib.import_module(name)
-        if not manager.is_registered(module):
-            manager.register(module, name)
-    for name in declaration.plugins:  # the workshop's, as a conftest's pytest_plugins would
+    manager.register(_SessionHooks(session), "claimlog-session")
+    # The engine's fixtures are registered as imported (pytest would warn that an imported
+    # module cannot be rewritten for its asserts, which they need not).
+    if not manager.is_registered(module := importlib.import_module(FIXTURES)):
+        manager.register(module, FIXTURES)
+    for name in workshop.plugins:  # the workshop's, as a conftest's pytest_plugins would
         manager.import_plugin(name)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    for module in config.stash.get(IMPORTED_FIRST, []):
+        sys.stderr.write(CAME_FIRST[module])
+    session = _session(config)
+    if session is None:
+        return
+    from claimlog.plugin.controller import CONTROLLER, Controller
+    from claimlog.plugin.options import add_markers, is_controller
+
+    add_markers(config, session.log)
+    session.configure()
+    if is_controller(config):
+        config.stash[CONTROLLER] = Controller(session)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Before the first test: what the session found before it began (an update interrupted,
+    undone), and where this run stands (`ClaimSession.header_line`)."""
+    from claimlog.plugin.options import runs_claims
+
+    session = _session(config)
+    if session is None or not session.configured:
+        return []
+    lines = [session.recovered] if session.recovered else []
+    return lines + ([session.header_line()] if runs_claims(config) else [])
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` runs a full suite on every core, but a narrowed selection of claims in this
+    one process: `-k`, `-m`, a test file or a node id needs a few claims, and starting
+    workers (each importing torch) would cost more than it saves. Citations read the whole
+    log, so --workshop runs in one process too; and when pytest's cache holds every trained
+    run, the claims leave nothing worth a second process (other tests beside them, such as
+    the project's own, still use every core). PYTEST_XDIST_AUTO_NUM_WORKERS still decides."""
+    from claimlog.plugin.options import narrowed, only_claims, runs_claims, workshop_text
+
+    session = _session(config)
+    if session is None or os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    if workshop_text(config) is not None:
+        return 0
+    if narrowed(config) and runs_claims(config):
+        return 0
+    if only_claims(config) and session.every_run_kept():
+        return 0
+    return None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    claims = _session(session.config)
+    if claims is not None and claims.configured:
+        claims.keep_evidence_keys()
+
+
+# -- collecting -------------------------------------------------------------------------------
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if _session(parent.config) is None:
+        return None
+    from claimlog.plugin.citations import collect_file
+
+    return collect_file(file_path, parent)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if _session(parent.config) is None:
+        return None
+    from claimlog.plugin.citations import collect_directory
+
+    return collect_directory(path, parent)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Citations run last, because they read the log the claims before them verified; a
+    claim that owns an unknown line, or a line two claims own, stops the session."""
+    session = _session(config)
+    if session is None:
+        return
+    from claimlog.plugin.options import check_owners, is_citation
+
+    items.sort(key=is_citation)
+    check_owners(items, session.log)
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    controller = _controller(items[0].config) if items else None
+    if controller is not None:
+        controller.deselected(items)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if _session(session.config) is not None:
+        from claimlog.plugin.fixtures import note_needed_runs
+
+        note_needed_runs(session)
+
+
+# -- running ----------------------------------------------------------------------------------
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A claim tells the controller the lines it owns and its sentence, before it runs."""
+    if _session(item.config) is None:
+        return
+    from claimlog.plugin.options import is_citation, owned_keys, sentence_of
+    from claimlog.plugin.outcomes import OWNS, SENTENCE, channel
+
+    keys = owned_keys(item)
+    if keys:
+        channel(item).append((OWNS, keys))
+    if not is_citation(item):
+        sentence = sentence_of(item)
+        channel(item).append((SENTENCE, sentence))
+        item.user_properties.append(("sentence", sentence))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    """A claim that read a moved history but never quoted still fails, naming it."""
+    result = yield
+    if _session(item.config) is not None:
+        from claimlog.plugin.quoting import pending
+
+        deferred = pending(item)
+        if deferred:
+            pytest.fail("\n".join(deferred), pytrace=False)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Each report carries, as `report.claimlog`, what the claim put on its channel since the
+    previous phase's report: every payload crosses to the controller once. With pytest-html,
+    the call's report also carries the claim's readings and figure."""
+    report = yield
+    session = _session(item.config)
+    if session is None:
+        return report
+    from claimlog.plugin.outcomes import SENT, channel
+
+    sent = item.stash.get(SENT, 0)
+    payloads = channel(item)
+    report.claimlog = payloads[sent:]  # type: ignore[attr-defined]
+    item.stash[SENT] = len(payloads)
+    if report.when == "call" and _html(item.config):
+        from claimlog.plugin.reports import html_extras
+
+        html_extras(item, report, session.settings, session.fragility())
+    return report
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """An xdist worker finished: the controller adds the runs it trained and its platform."""
+    controller = _controller(node.config)
+    if controller is not None:
+        controller.worker_done(node)
+
+
+# -- finishing --------------------------------------------------------------------------------
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """On the controller, after every other plugin wrote its files (syrupy's included): the
+    session's files are written, then the update is put into place, or rolled back if the
+    session was interrupted or a computation was refused as not deterministic (nothing it
+    computed is a record). An xdist worker ships what it found (the controller imports no
+    torch)."""
+    claims = _session(session.config)
+    if claims is None or not claims.configured:
+        return
+    controller = _controller(session.config)
+    if controller is not None:
+        controller.finish(session)
+        completed = not claims.refused and session.exitstatus not in (
+            pytest.ExitCode.INTERRUPTED,
+            pytest.ExitCode.INTERNAL_ERROR,
+        )
+        said = claims.end_update(completed)
+        if said:
+            controller.summary.append(said)
+    if hasattr(session.config, "workerinput"):
+        session.config.workeroutput.update(claims.worker_output())  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(tryfirst=True)  # before syrupy's report, which follows in its own section
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    controller = _controller(terminalreporter.config)
+    if controller is not None:
+        controller.summarize(terminalreporter)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = _session(config)
+    if session is None:
+        return
+    # An update whose session never finished (a usage error after it began) changes nothing.
+    session.end_update(completed=False)
+    from claimlog.plugin.controller import CONTROLLER
+
+    if CONTROLLER in config.stash:
+        del config.stash[CONTROLLER]
+    if hasattr(config, "workerinput"):
+        atexit.register(_end_without_teardown)
+
+
+def _end_without_teardown() -> None:
+    """How an xdist worker's process ends once its session has finished and shipped its
+    reports and output: without the interpreter's teardown, which frees torch's, dynamo's and
+    matplotlib's modules one object at a time (about a second), while the controller waits
+    for every worker to end before it writes the log. The session's files are closed by now;
+    its outcome travels in its reports, never in the worker's exit status."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

@@ -37,20 +37,8 @@ from typing import Any
 import pytest
 
 from claimlog.evidence.verdicts import NEW
-from claimlog.log.lines import context_of
-from claimlog.plugin.options import (
-    CITATION,
-    CITED,
-    DRIFT,
-    LEFT,
-    NOTE,
-    REWRITE,
-    UNCITED,
-    channel,
-    fragility,
-    settings,
-    standing,
-)
+from claimlog.plugin.outcomes import CITATION, CITED, DRIFT, LEFT, NOTE, REWRITE, channel
+from claimlog.plugin.session import session_of
 from claimlog.store import relative
 from claimlog.text import outputs
 from claimlog.text.citations import Citation, check, find_citations, uncited_numbers
@@ -61,7 +49,7 @@ from claimlog.text.rewrites import plan
 def text_folder(config: pytest.Config) -> Path | None:
     """The folder of the workshop's text (--workshop), absolute as pytest names the paths it
     collects, or None. Its links are not resolved: where each leads is judged on its own."""
-    workshop = settings(config).workshop_text
+    workshop = session_of(config).settings.workshop_text
     if workshop is None:
         return None
     return Path(os.path.abspath(config.invocation_params.dir / workshop))
@@ -73,7 +61,8 @@ def _within(path: Path, config: pytest.Config) -> Path | None:
     return folder if folder is not None and (path == folder or folder in path.parents) else None
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """A document of the text is a `TextFile` (a second name of one, through a link, is not)."""
     folder = _within(file_path, parent.config)
     if folder is None or not is_text(file_path):
         return None
@@ -84,8 +73,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return TextFile.from_parent(parent, path=file_path)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+def collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     """A folder of the text is a `TextFolder`; a link to a folder that the text does not follow
     (a loop, or out of the folder) is a `TextFile` that fails, never recursed into: pytest
     would follow a loop about forty levels down, collecting the text again at each."""
@@ -129,7 +117,8 @@ class TextFile(pytest.File):
             yield UnreadableItem.from_parent(self, name="read", reason=error.reason)
             return
         shown = relative(self.path, self.config.rootpath)
-        uncited = self.config.stash.setdefault(UNCITED, {})
+        session = session_of(self.config)
+        uncited = session.uncited
         uncited[shown] = []
         seen: dict[str, int] = {}
         for passage in found:
@@ -143,7 +132,7 @@ class TextFile(pytest.File):
                 yield CitationItem.from_parent(
                     self, name=name + (f" ({n})" if n > 1 else ""), citation=citation
                 )
-        if self.path.suffix == ".ipynb" and not settings(self.config).update:
+        if self.path.suffix == ".ipynb" and not session.settings.update:
             # What the notebook shows, checked cell by cell (an update refreshes it instead).
             import nbformat
 
@@ -193,27 +182,31 @@ class CitationItem(pytest.Item):
         channel(self).append((CITED, list(citation.lines)))
 
     def runtest(self) -> None:
-        from claimlog.plugin.session import CONTROLLER
+        from claimlog.plugin.controller import controller_of
 
-        controller = self.config.stash.get(CONTROLLER, None)
+        session = session_of(self.config)
+        controller = controller_of(self.config)
         if controller is None:
             raise CitationError("citations need the whole log: run --workshop without -n")
         log = controller.assemble()
         context = {
-            n: [log.lines[m] for m in context_of(n)] for n in self.citation.lines if n in log.lines
+            n: [log.lines[m] for m in session.log.context_of(n)]
+            for n in self.citation.lines
+            if n in log.lines
         }
-        citation, table = self.citation, fragility(self.config)
+        citation, table = self.citation, session.fragility()
         problems: list[str] = []  # under an update: the quotes the new values no longer bear out
-        if settings(self.config).update:
+        if session.settings.update:
             planned = plan(citation, controller.moved, log.lines, table)
             citation, problems = planned.citation, planned.problems
             for rewrite in planned.rewrites:
                 channel(self).append((REWRITE, rewrite.to_json()))
             for left in planned.left:
                 channel(self).append((LEFT, left.to_json()))
-        found = standing(self.config)
+        found = session.standing
         elsewhere = found.kind == NEW and not found.strict
-        verdict = check(citation, log.lines, context, table, log.n_lines, elsewhere)
+        seeds = session.workshop.seeds
+        verdict = check(citation, log.lines, context, table, log.n_lines, elsewhere, seeds)
         where = self.citation.where
         for drift in verdict.drift:
             channel(self).append((DRIFT, f"{where} {drift}"))

@@ -34,28 +34,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import pytest
 
-from claimlog.declaration import Training, declared
 from claimlog.evidence.tables import Table
-from claimlog.platform import import_for_the_whole_process, import_torch, installed
-from claimlog.plugin.options import (
-    EVENTS,
-    RUNS_CACHE,
-    TITLE,
-    UPDATE_COMMAND,
-    cache_folder,
-    channel,
-    fragility,
-    kept_in_pytest_cache,
-    note_kernels,
-    owned_keys,
-    process_facts,
-    process_platform,
-    send_line,
-    session_id,
-    settings,
-    standing,
-)
-from claimlog.plugin.quoting import NumberSnapshots, Quoted, damage, extension_for
+from claimlog.log.lines import VERSIONS
+from claimlog.machine import import_for_the_whole_process, import_torch, installed
+from claimlog.plugin.options import UPDATE_COMMAND, owned_keys
+from claimlog.plugin.outcomes import TITLE, channel
+from claimlog.plugin.quoting import NumberSnapshots, Quoted, damage, extension_for, send_line
+from claimlog.plugin.session import RUNS_CACHE, session_of
 from claimlog.store import (
     REUSED,
     Entry,
@@ -77,27 +62,28 @@ if TYPE_CHECKING:
     from claimlog.evidence.verdicts import Standing
     from claimlog.log.lines import LogLine
 
+
 T = TypeVar("T")
 
 
 @pytest.fixture(scope="session")
 def fragility_table(pytestconfig: pytest.Config) -> Fragility:
     """The sweep's committed table: which readings travel, and how often bounds hold."""
-    return fragility(pytestconfig)
+    return session_of(pytestconfig).fragility()
 
 
 @pytest.fixture(scope="session")
 def platform_standing(pytestconfig: pytest.Config) -> Standing:
     """Where this session's platform stands with the evidence (`claimlog.evidence.verdicts`)."""
 
-    return standing(pytestconfig)
+    return session_of(pytestconfig).standing
 
 
 @pytest.fixture(scope="session")
 def torch_platform(pytestconfig: pytest.Config) -> dict[str, str]:
     """What torch says of this session's platform: its version and ATen's kernels."""
 
-    return process_facts(pytestconfig)
+    return session_of(pytestconfig).facts()
 
 
 @pytest.fixture
@@ -106,7 +92,7 @@ def snapshot(request: pytest.FixtureRequest, snapshot: SnapshotAssertion) -> Sna
 
     A missing or damaged snapshot file fails the claim naming the file, before any work.
     """
-    s = settings(request.config)
+    s = session_of(request.config).settings
     if not s.update:
         problem = damage(s.places.text_snapshot(request.path))
         if problem:
@@ -121,7 +107,7 @@ def snapshot(request: pytest.FixtureRequest, snapshot: SnapshotAssertion) -> Sna
 @pytest.fixture
 def quoted(request: pytest.FixtureRequest) -> Quoted:
     """Checks a claim's readings and lines against the snapshots and writes them to the log."""
-    return Quoted(request, settings(request.config), fragility(request.config))
+    return Quoted(request, session_of(request.config))
 
 
 class ResultsLog:
@@ -129,9 +115,9 @@ class ResultsLog:
     and so has no snapshot."""
 
     def __init__(self, item: pytest.Item) -> None:
-
         self._item = item
         self._owns = owned_keys(item)
+        self._log = session_of(item.config).log
 
     def write(self, line: LogLine) -> None:
         __tracebackhide__ = True
@@ -140,7 +126,12 @@ class ResultsLog:
                 f"{self._item.nodeid} writes log line {line.key!r} but its log_lines mark "
                 f"declares only {list(self._owns)}"
             )
-        send_line(self._item, line)
+        send_line(self._item, line, self._log)
+
+    def versions(self, torch: str, numpy: str) -> None:
+        """Write the log's versions line (`Line.versions`): what computed it."""
+        __tracebackhide__ = True
+        self.write(self._log.line_named(VERSIONS).fill({"torch": torch, "numpy": numpy}))
 
 
 @pytest.fixture
@@ -191,10 +182,7 @@ class Computed:
 def recipe(pytestconfig: pytest.Config) -> Any:
     """The workshop's recipe under this session's seeds (`Declaration.recipe`; the seed
     options, `--<axis>-seed K`, are the sweep's)."""
-    make = declared().recipe
-    if make is None:
-        raise pytest.UsageError("the workshop declares no recipe (Declaration.recipe)")
-    return make(settings(pytestconfig).seeds)
+    return session_of(pytestconfig).recipe()
 
 
 @pytest.fixture(scope="session")
@@ -202,20 +190,20 @@ def computed(pytestconfig: pytest.Config, recipe: Any) -> Computed:
     """This session's computed results: each by name, computed once and kept in pytest's
     cache (`<name>-results`) under a key of everything it depends on: the workshop's code
     (`Declaration.computing`), its recipe under this session's seeds and the platform."""
-    workshop = declared()
+    session = session_of(pytestconfig)
     memo = Memo(
-        kept_in_pytest_cache(pytestconfig, "results"),
+        session.kept("results"),
         "result",
-        recompute=settings(pytestconfig).recompute,
-        session=session_id(pytestconfig),
-        on_event=pytestconfig.stash[EVENTS].append,
+        recompute=session.settings.recompute,
+        session=session.session_id,
+        on_event=session.events.append,
     )
     inputs = {
-        "source": source_digest(python_files(workshop.computing)),
+        "source": source_digest(python_files(session.workshop.computing)),
         "workshop": repr(recipe),
-        **process_platform(pytestconfig).cache_fields(),
+        **session.platform.cache_fields(),
     }
-    return Computed(memo, inputs, lambda name, compute: note_kernels(pytestconfig, name, compute))
+    return Computed(memo, inputs, session.note_kernels)
 
 
 @pytest.fixture(scope="session")
@@ -238,21 +226,14 @@ def declared_runs(item: pytest.Item) -> tuple[str, ...]:
     return tuple(name for mark in item.iter_markers("runs") for name in mark.args)
 
 
-def _training() -> Training:
-    make = declared().training
-    if make is None:
-        raise pytest.UsageError("the workshop declares no training (Declaration.training)")
-    return make()
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
+def note_needed_runs(session: pytest.Session) -> None:
     """Note which runs the selected claims read (after -k and -m deselection): only those
     are trained."""
     needed: dict[str, None] = {}
     for item in session.items:
         for name in declared_runs(item):
             try:
-                needed[known_run(_training(), name)] = None
+                needed[known_run(session_of(session.config).training(), name)] = None
             except ValueError as error:
                 raise pytest.UsageError(f"{item.nodeid}: {error}") from None
     session.config.stash[NEEDED_RUNS] = tuple(needed)
@@ -270,7 +251,8 @@ def run_cache(
     them up front, each taking the next untrained run, longest first. Without pytest's cache
     the workers share a folder of the session's temporary directory instead.
     """
-    events = pytestconfig.stash[EVENTS]
+    claims = session_of(pytestconfig)
+    events = claims.events
 
     def note(event: Event) -> None:
         if event.what == REUSED:  # when and on what it was trained, for the summary
@@ -280,17 +262,17 @@ def run_cache(
         events.append(event)
 
     worker = getattr(pytestconfig, "workerinput", None)
-    store = kept_in_pytest_cache(pytestconfig, RUNS_CACHE)
+    store = claims.kept(RUNS_CACHE)
     if store is None and worker is not None:
-        store = Store(tmp_path_factory.getbasetemp().parent / cache_folder(RUNS_CACHE))
+        store = Store(tmp_path_factory.getbasetemp().parent / claims.cache_folder(RUNS_CACHE))
     runs = TrainedRuns(
-        _training(),
+        claims.training(),
         recipe,
-        where=lambda: process_platform(pytestconfig).cache_fields(),  # torch's facts: kept
+        where=lambda: claims.platform.cache_fields(),  # torch's facts: kept
         store=store,
         on_event=note,
-        session=session_id(pytestconfig),
-        recompute=settings(pytestconfig).recompute,
+        session=claims.session_id,
+        recompute=claims.settings.recompute,
         prepare=import_torch,
     )
     if worker is not None:
@@ -308,9 +290,7 @@ class DeclaredRuns:
         self._runs = runs
         self._recipe = recipe
         self._names = declared_runs(request.node)
-        self._numbers = NumberSnapshots(
-            request, settings(request.config), fragility(request.config)
-        )
+        self._numbers = NumberSnapshots(request, session_of(request.config))
         self._checked: set[str] = set()
 
     def get(self, name: str) -> Any:
@@ -323,7 +303,9 @@ class DeclaredRuns:
             )
         training = self._runs.training
         config = self._request.config
-        note_kernels(config, f"run {name}", lambda: training.train(name, self._recipe, ""))
+        session_of(config).note_kernels(
+            f"run {name}", lambda: training.train(name, self._recipe, "")
+        )
         run = self._runs.get(name)
         if name not in self._checked:
             # Deferred: the claim first quotes its readings, so that what moved with the
@@ -390,10 +372,10 @@ class Figure:
         self.folder = folder
         self._memo = memo
         self._item = request.node
-        self._draws = settings(request.config).figures
-        self._numbers = NumberSnapshots(
-            request, settings(request.config), fragility(request.config)
-        )
+        session = session_of(request.config)
+        self._draws = session.settings.figures
+        self._module = session.workshop.figures
+        self._numbers = NumberSnapshots(request, session)
 
     def title(
         self,
@@ -435,7 +417,7 @@ class Figure:
         __tracebackhide__ = True
         if not self._draws:
             return self.folder / name
-        module = declared().figures
+        module = self._module
         if module is None:
             raise pytest.UsageError(
                 f"{self._item.nodeid} draws {name}, but the workshop declares no figures module"
@@ -473,7 +455,7 @@ class Figure:
 @pytest.fixture(scope="session")
 def diagrams_dir(pytestconfig: pytest.Config) -> Path:
     """The folder the claims draw their figures into."""
-    path = settings(pytestconfig).diagrams
+    path = session_of(pytestconfig).settings.diagrams
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -481,12 +463,13 @@ def diagrams_dir(pytestconfig: pytest.Config) -> Path:
 @pytest.fixture(scope="session")
 def drawings(pytestconfig: pytest.Config) -> Memo:
     """Drawings kept in pytest's cache folder (drawn every time under -p no:cacheprovider)."""
+    session = session_of(pytestconfig)
     return Memo(
-        kept_in_pytest_cache(pytestconfig, "figures"),
+        session.kept("figures"),
         "figure",
-        recompute=settings(pytestconfig).recompute,
-        session=session_id(pytestconfig),
-        on_event=pytestconfig.stash[EVENTS].append,
+        recompute=session.settings.recompute,
+        session=session.session_id,
+        on_event=session.events.append,
     )
 
 

@@ -1,6 +1,6 @@
-"""What this session is: its options and markers, which claims run where, and the platform.
+"""The options: the command line and the ini file, read once into `Settings`; the markers.
 
-- **Options** are read once into `Settings` (kept in `config.stash`): where the log, the
+- **Options** are read once (`read_settings`, by the session at configure): where the log, the
   figures and the snapshots go, whether numbers are strict, whether snapshots are being
   updated. The reference kernels (`claimlog.platform`) and one torch intra-op thread
   (--torch-threads) are set in every process that computes, before torch is imported: the
@@ -9,54 +9,30 @@
   settings through the environment. Another experiment (a seed option: --sampler-seed) writes
   its log and figures into pytest's cache folder, never into captures/ or diagrams/.
 - **Markers**: `log_lines` (the lines a claim owns), `runs` (the trained runs it reads),
-  `evidence` (it reads the sweep's own tables). A suite in which a log line
-  has an unknown name or two owners is refused before anything runs; citations run last,
-  because they read the log the claims before them verified.
-- **The channel**: a claim's evidence rides on its report as `report.claimlog`, a list of named
-  payloads (the names below) that xdist ships to the controller (`claimlog.plugin.session`)
-  with the report's own fields; each phase's report carries what that phase added, once.
-  `user_properties`, which JUnit XML and other reports print, holds only what a reader
-  wants: the claim's sentence and the log lines it verified.
-- **Where it runs**: `-n auto` (set in pyproject.toml) spreads a full suite over every core,
-  but runs a narrowed selection, or a suite whose trained runs pytest's cache already holds,
-  in one process.
-- **The platform** this process computes on, and where it stands with the evidence: its
-  identity compared with the reference identity (`snapshots/environment.json`), then looked
-  up among the committed fragments at this session's seeds; of the fragments and the sweep's
-  table only the evidence of claims whose key is still this checkout's is read
-  (`claimlog.evidence.fragments`): the rest is stale. The rules that follow live in
-  `claimlog.evidence.verdicts`. Without a readable reference identity no run could stand as the
-  reference, so a missing or damaged `snapshots/environment.json` stops the session before
-  any claim runs (but an update, which writes it).
+  `evidence` (it reads the sweep's own tables). A suite in which a log line has an unknown
+  name or two owners is refused before anything runs (`check_owners`).
+- **What the command line selects**: a narrowed run (`narrowed`: -k, -m, a node id) verifies
+  too few lines to replace a complete log, or to check the whole text; `-n auto` (set in
+  pyproject.toml) runs it, or a suite whose trained runs pytest's cache already holds, in one
+  process (the plugin's `pytest_xdist_auto_num_workers`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import uuid
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from claimlog import platform
-from claimlog.declaration import declared
-from claimlog.evidence.fragility import EMPTY, Fragility
-from claimlog.evidence.fragility import load as load_fragility
-from claimlog.evidence.fragments import FragmentStore, claim_keys, seed_variant_name
-from claimlog.evidence.verdicts import HELD, NEW, REFERENCE, Standing
-from claimlog.kernels import NotDeterministic, differing, family, fingerprint, record
-from claimlog.log.lines import LogLine, claimed_keys, line_number, log
+from claimlog.declaration import Declaration
+from claimlog.evidence.fragments import seed_variant_name
+from claimlog.log.lines import Log
+from claimlog.machine import use_threads
 from claimlog.places import Places
-from claimlog.platform import TORCH_FACTS_FOLDER, Platform, torch_facts
-from claimlog.store import Event, Store, TrainedRuns
-from claimlog.text.citations import Uncited
-from claimlog.text.documents import text_files
-from claimlog.transaction import Busy, Update
 
 # -- options and settings -------------------------------------------------------------------
 UPDATE_COMMAND = "pytest claims/ --snapshot-update"
@@ -81,51 +57,15 @@ class Settings:
     figures: bool = True  # False under --no-figures: what a figure plots is checked, not drawn
 
 
-SETTINGS = pytest.StashKey[Settings]()
-# With --workshop: the numbers of the text that cite no line, by document, as collected
-# (citations run in the controller's process).
-UNCITED = pytest.StashKey[dict[str, list[Uncited]]]()
-FRAGILITY = pytest.StashKey[Fragility]()
-FRESH_FRAGILITY = pytest.StashKey[Fragility]()  # its fresh part
-
-
-def settings(config: pytest.Config) -> Settings:
-    return config.stash[SETTINGS]
-
-
-def committed_fragility(config: pytest.Config) -> Fragility:
-    """The sweep's committed table as it is, of whichever experiment it measured."""
-    if FRAGILITY not in config.stash:
-        config.stash[FRAGILITY] = load_fragility(settings(config).places.fragility_json)
-    return config.stash[FRAGILITY]
-
-
-def stale_claims(config: pytest.Config) -> list[str]:
-    """The claims whose evidence in the committed table is of another key than this
-    checkout's: their code, or what they compute, changed since the sweep."""
-    return committed_fragility(config).stale_claims(settings(config).keys)
-
-
-def fragility(config: pytest.Config) -> Fragility:
-    """The sweep's table, without the stale claims' readings: evidence of another computation
-    is no evidence for this one, and those readings are judged without it (found once per
-    process: every claim asks)."""
-    if FRESH_FRAGILITY not in config.stash:
-        table = committed_fragility(config).fresh(settings(config).keys)
-        config.stash[FRESH_FRAGILITY] = table
-    return config.stash[FRESH_FRAGILITY]
-
-
 def is_controller(config: pytest.Config) -> bool:
     """The process that writes the session's files: the only one, or xdist's controller."""
     return not hasattr(config, "workerinput")
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def add_options(parser: pytest.Parser, workshop: Declaration) -> None:
     """claimlog's options, grouped by what they decide (`pytest --help` lists each group,
     under the workshop's name), and the ini options a project sets once in
     `[tool.pytest.ini_options]`."""
-    workshop = declared()
     name = workshop.name
     writes = parser.getgroup("claimlog-writes", f"{name}: what a run writes, and where")
     writes.addoption(
@@ -244,12 +184,12 @@ INI_OPTIONS = {
 }
 
 
-def seeds_given(config: pytest.Config) -> dict[str, int | None]:
+def seeds_given(config: pytest.Config, workshop: Declaration) -> dict[str, int | None]:
     """The seed of each axis the workshop declares, as the options give it (None: its own)."""
-    return {axis: config.getoption(f"claimlog_{axis}_seed") for axis in declared().seed_axes()}
+    return {axis: config.getoption(f"claimlog_{axis}_seed") for axis in workshop.seed_axes()}
 
 
-def _workshop(config: pytest.Config) -> Path | None:
+def workshop_text(config: pytest.Config) -> Path | None:
     """The workshop's text this session checks: --workshop DIR; or the ini option's folder,
     in a session that runs every claim (`pytest tests/` and `-k eval_bug` leave it alone: a
     narrowed run verifies too few lines for the whole text)."""
@@ -280,7 +220,13 @@ def _path(option: str | None) -> Path | None:
 SEEDS = "seeds"  # `<name>-seeds` under pytest's cache folder: another experiment's log, figures
 
 
-def _outputs(config: pytest.Config, places: Places, update: bool) -> tuple[Path, Path]:
+def _outputs(
+    config: pytest.Config,
+    places: Places,
+    update: bool,
+    seeds: Mapping[str, int | None],
+    name: str,
+) -> tuple[Path, Path]:
     """(results.log, the figures' folder) of this session, where the options do not say.
     Only a --snapshot-update writes the committed captures/ and diagrams/ (`claimlog.transaction`
     makes it all or nothing); a normal run writes what it computed to the git-ignored
@@ -288,7 +234,7 @@ def _outputs(config: pytest.Config, places: Places, update: bool) -> tuple[Path,
     another experiment's (a seed option: --sampler-seed) go to pytest's cache folder."""
     results_log = _path(config.getoption("claimlog_results_log"))
     diagrams = _path(config.getoption("claimlog_diagrams"))
-    variant = seed_variant_name(seeds_given(config))
+    variant = seed_variant_name(seeds)
     if variant is None and update:
         return results_log or places.results_log, diagrams or places.diagrams
     # Where a normal run writes, as the project fixed it (an update writes the record).
@@ -308,124 +254,13 @@ def _outputs(config: pytest.Config, places: Places, update: bool) -> tuple[Path,
             cache = config.getini("cache_dir")
         except ValueError:  # -p no:cacheprovider: pytest's default place all the same
             cache = ".pytest_cache"
-        elsewhere = config.rootpath / cache / "d" / f"{declared().name}-{SEEDS}" / variant
+        elsewhere = config.rootpath / cache / "d" / f"{name}-{SEEDS}" / variant
         results_log = results_log or elsewhere / "results.log"
         diagrams = diagrams or elsewhere / "diagrams"
     return results_log, diagrams
 
 
-UPDATE = pytest.StashKey[Update]()  # the update's transaction, on the controller
-RECOVERED = pytest.StashKey[str]()  # what this session found and put back, said in its header
-
-
-def _locked(places: Places) -> Update:
-    """The checkout's update transaction, its lock taken (refused while an update runs)."""
-    transaction = Update(places)
-    try:
-        transaction.acquire()
-    except Busy as busy:
-        raise pytest.UsageError(str(busy)) from None
-    return transaction
-
-
-def _recover(config: pytest.Config, places: Places) -> None:
-    """Put back what an interrupted update left half written, and say so in the header."""
-    transaction = _locked(places)
-    try:
-        recovered = transaction.recover()
-    finally:
-        transaction.release()
-    if recovered:
-        config.stash[RECOVERED] = recovered
-
-
-def _begin_update(config: pytest.Config, places: Places, workshop: Path | None) -> None:
-    """An update holds the lock for its whole session, and keeps the copy of the record (and
-    of the workshop's text it may rewrite) that undoes it if it never completes
-    (`claimlog.plugin.session` commits it, or rolls it back)."""
-    transaction = _locked(places)
-    transaction.begin(text_files(workshop) if workshop is not None else ())
-    config.stash[UPDATE] = transaction
-
-
-def end_update(config: pytest.Config, completed: bool) -> str | None:
-    """Commit the session's update (`completed`) or roll it back; say what happened to an
-    update that did not complete. Nothing to do outside an update, or a second time."""
-    transaction = config.stash.get(UPDATE, None)
-    if transaction is None:
-        return None
-    del config.stash[UPDATE]
-    try:
-        if completed:
-            transaction.commit()
-            return None
-        transaction.rollback()
-        return (
-            "the update did not complete: nothing of it was kept, the record (captures/, "
-            "diagrams/, snapshots/) is as committed"
-        )
-    finally:
-        transaction.release()
-
-
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    """Before the first test: where this run stands (the platform it computes on, and what
-    its numbers are compared with), whether the evidence is fresh, whether the run is
-    narrowed; and what the session found before it began (an update interrupted, undone)."""
-    recovered = config.stash.get(RECOVERED, None)
-    lines = [recovered] if recovered else []
-    if SETTINGS in config.stash and runs_claims(config):
-        lines.append(header_line(config))
-    return lines
-
-
-def header_line(config: pytest.Config) -> str:
-    """ "bnvg: the reference platform (...); the evidence is fresh; a full run (...)"."""
-    workshop = declared()
-    s = settings(config)
-    seeds = seed_variant_name(s.seeds)
-    found = standing(config)
-    here = process_platform(config)
-    if s.update:
-        where = f"an update on {here.describe()}: the snapshots will hold its numbers"
-    elif found.kind == REFERENCE:
-        where = (
-            f"the reference platform ({here.describe()}): every number compared with the "
-            "snapshots, bit for bit"
-        )
-    elif found.kind == HELD:
-        where = (
-            f"a platform the evidence holds ({here.id}): every number compared with its own "
-            "fragment, bit for bit"
-        )
-    else:
-        where = (
-            f"a platform new to the evidence ({here.describe()}; {apart(config)}): the claims' "
-            "sentences decide, and a number that moved is drift while the evidence says the "
-            "code is the record's"
-        )
-    if seeds is not None:
-        where += f"; at {seeds}, another experiment than the workshop's"
-    stale = stale_claims(config)
-    if stale:
-        n = len(committed_fragility(config).stale_readings(settings(config).keys))
-        evidence = (
-            f"the evidence of {len(stale)} claim{'s' if len(stale) != 1 else ''} ({n} "
-            f"readings) is stale: {workshop.sweep_command} computes only them"
-        )
-    elif committed_fragility(config) is EMPTY:
-        evidence = f"no evidence yet ({workshop.sweep_command})"
-    else:
-        evidence = "the evidence is fresh"
-    run = (
-        "a narrowed run (its log never replaces a complete one)"
-        if narrowed(config)
-        else "a full run"
-    )
-    return f"{workshop.name}: {where}; {evidence}; {run}"
-
-
-def _refuse_unwritable(s: Settings) -> None:
+def refuse_unwritable(s: Settings) -> None:
     """Every file the session will write must be writable, said before any claim runs (not
     in a traceback after they all did)."""
     folders = {
@@ -446,11 +281,10 @@ def _refuse_unwritable(s: Settings) -> None:
             raise pytest.UsageError(f"{option}: cannot write into {folder} (permission denied)")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_configure(config: pytest.Config) -> None:
+def add_markers(config: pytest.Config, log: Log) -> None:
     config.addinivalue_line(
         "markers",
-        f"log_lines(*keys): the results.log lines this claim owns (see {log().home})",
+        f"log_lines(*keys): the results.log lines this claim owns (see {log.home})",
     )
     config.addinivalue_line(
         "markers",
@@ -460,13 +294,24 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "runs(*names): the trained runs this claim reads (the workshop's Declaration.training)",
     )
-    config.stash[EVENTS] = []
+
+
+def places_of(config: pytest.Config) -> Places:
+    return Places(config.rootpath, str(config.getini("claimlog_obtained") or "obtained"))
+
+
+def read_settings(
+    config: pytest.Config, workshop: Declaration, keys: Mapping[str, str]
+) -> Settings:
+    """The options, read once into `Settings` (each claim's evidence `keys` found by the
+    session); refused with a usage error naming the option where they cannot work together.
+    Sets the kernels and the thread count of this process (and those it starts)."""
     threads = config.getoption("claimlog_torch_threads")
     if threads < 1:
         raise pytest.UsageError(f"--torch-threads must be at least 1, got {threads}")
-    workshop = _workshop(config)
-    if workshop is not None and str(workshop) not in config.args:
-        config.args.append(str(workshop))  # so its documents are collected
+    text = workshop_text(config)
+    if text is not None and str(text) not in config.args:
+        config.args.append(str(text))  # so its documents are collected
     # One command updates both snapshot libraries; pytest-regressions' own flags would update
     # the numbers without the text that quotes them.
     for flag, dest in (("--force-regen", "force_regen"), ("--regen-all", "regen_all")):
@@ -490,20 +335,21 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     update = bool(getattr(config.option, "update_snapshots", False))
     config.option.regen_all = update
-    root = config.rootpath
-    places = Places(root, str(config.getini("claimlog_obtained") or "obtained"))
-    seeded = [f"--{axis}-seed" for axis, seed in seeds_given(config).items() if seed is not None]
-    if update and seeded and (root / ".git").exists():
+    places = places_of(config)
+    seeds = seeds_given(config, workshop)
+    seeded = [f"--{axis}-seed" for axis, seed in seeds.items() if seed is not None]
+    if update and seeded and (config.rootpath / ".git").exists():
         raise pytest.UsageError(
             f"--snapshot-update with {' and '.join(seeded)} would store another experiment's "
             "numbers as the workshop's: seed variants belong to the sweep, which runs them in "
-            f"scratch copies ({declared().sweep_command})"
+            f"scratch copies ({workshop.sweep_command})"
         )
-    if is_controller(config) and not config.option.help:
-        # Before anything reads the record: an update killed part way is undone first.
-        _recover(config, places)
-    results_log, diagrams = _outputs(config, places, update)
-    config.stash[SETTINGS] = Settings(
+    results_log, diagrams = _outputs(config, places, update, seeds, workshop.name)
+    # One intra-op thread in every process that computes: the thread count changes the
+    # training-end numbers. torch is told it when it is imported (`machine.import_torch`),
+    # so a session that computes nothing never imports it.
+    use_threads(threads)
+    return Settings(
         places=places,
         results_log=results_log,
         diagrams=diagrams,
@@ -515,41 +361,26 @@ def pytest_configure(config: pytest.Config) -> None:
         torch_threads=threads,
         native_kernels=native,
         kernels=origins,
-        seeds=seeds_given(config),
-        keys=_evidence_keys(config, places),
-        workshop_text=workshop,
+        seeds=seeds,
+        keys=keys,
+        workshop_text=text,
         claims_report=_path(config.getoption("claimlog_claims_report")),
         record=_path(config.getoption("claimlog_record")),
         figures=not config.getoption("claimlog_no_figures"),
     )
-    if is_controller(config):
-        _refuse_unwritable(config.stash[SETTINGS])
-        if not config.option.help:  # `pytest --help` configures too, and must still answer
-            _refuse_unknown_reference(config.stash[SETTINGS])
-            if update:
-                _begin_update(config, places, workshop)
-    # One intra-op thread in every process that computes: the thread count changes the
-    # training-end numbers. torch is told it when it is imported (`platform.import_torch`),
-    # so a session that computes nothing never imports it.
-    platform.use_threads(threads)
 
 
-# -- which claims run, and where ------------------------------------------------------------
-def is_citation(item: pytest.Item) -> bool:
-    return not isinstance(item, pytest.Function)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    items.sort(key=is_citation)
-    valid = set(claimed_keys())
+def check_owners(items: list[pytest.Item], log: Log) -> None:
+    """Refuse, before anything runs, a suite in which a claim owns a log line the log does
+    not have, or two claims own one."""
+    valid = set(log.claimed_keys())
     owner: dict[str, str] = {}
     for item in items:
         for key in owned_keys(item):
             if key not in valid:
                 raise pytest.UsageError(
                     f"{item.nodeid} owns log line {key!r}, which results.log does not have; "
-                    f"valid names are listed by {log().home}"
+                    f"valid names are listed by {log.home}"
                 )
             if key in owner:
                 first, second = sorted([owner[key], item.nodeid])
@@ -557,28 +388,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             owner[key] = item.nodeid
 
 
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    keys = owned_keys(item)
-    if keys:
-        channel(item).append((OWNS, keys))
-    if not is_citation(item):
-        sentence = sentence_of(item)
-        channel(item).append((SENTENCE, sentence))
-        item.user_properties.append(("sentence", sentence))
+def owned_keys(item: pytest.Item) -> tuple[str, ...]:
+    return tuple(key for mark in item.iter_markers("log_lines") for key in mark.args)
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Each report carries, as `report.claimlog`, what the claim put on its channel since the
-    previous phase's report: every payload crosses to the controller once."""
-    report = yield
-    sent = item.stash.get(SENT, 0)
-    payloads = channel(item)
-    report.claimlog = payloads[sent:]  # type: ignore[attr-defined]
-    item.stash[SENT] = len(payloads)
-    return report
+def sentence_of(item: pytest.Item) -> str:
+    doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
+    return " ".join(doc.strip().split("\n\n")[0].split())
+
+
+def is_citation(item: pytest.Item) -> bool:
+    return not isinstance(item, pytest.Function)
 
 
 def narrowed(config: pytest.Config) -> bool:
@@ -591,116 +411,6 @@ def narrowed(config: pytest.Config) -> bool:
         or getattr(config.option, "lf", False)
         or any("::" in arg or Path(arg).is_file() for arg in config.args)
     )
-
-
-@pytest.hookimpl(tryfirst=True, optionalhook=True)
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """`-n auto` runs a full suite on every core, but a narrowed selection of claims in this
-    one process: `-k`, `-m`, a test file or a node id needs a few claims, and starting
-    workers (each importing torch) would cost more than it saves. A selection of the
-    project's own tests (`pytest tests/ -m "not slow"`) still uses every core.
-    PYTEST_XDIST_AUTO_NUM_WORKERS still decides when set."""
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
-        return None
-    # Citations read the whole log, so --workshop runs in one process too; and when pytest's
-    # cache holds every trained run, the claims leave nothing worth a second process (other
-    # tests beside them, such as the project's own, still use every core).
-    if _workshop(config) is not None:
-        return 0
-    if narrowed(config) and runs_claims(config):
-        return 0
-    if only_claims(config) and every_run_kept(config):
-        return 0
-    return None
-
-
-RUNS_CACHE = "runs"  # a workshop's trained runs, in pytest's cache: "<name>-runs"
-
-
-def every_run_kept(config: pytest.Config) -> bool:
-    """Whether pytest's cache holds every run the workshop trains (`Declaration.training`)
-    for this code, recipe and platform, as far as can be told without importing torch (the
-    session itself checks each whole entry). A workshop that trains nothing: no."""
-    workshop = declared()
-    if workshop.training is None or workshop.recipe is None:
-        return False
-    if config.getoption("claimlog_recompute") or config.getoption("claimlog_strict_numbers"):
-        return False
-    if not config.pluginmanager.has_plugin("cacheprovider"):
-        return False
-    kept = Store(_pytest_cache(config) / TORCH_FACTS_FOLDER)
-    facts = platform.kept_torch_facts(kept)
-    if facts is None:
-        return False  # no session on this platform asked torch yet: none trained here either
-    threads = config.getoption("claimlog_torch_threads")
-    kernels = platform.reference_kernels(Places(config.rootpath).environment)
-    bits = platform.kept_kernel_bits(kernels, threads, kept)
-    if bits is None:
-        return False  # nor the workshop's kernels: nothing was trained on this platform yet
-    where = Platform.here(threads, facts, fingerprint(bits)).cache_fields()
-    training = workshop.training()
-    runs = TrainedRuns(
-        training,
-        workshop.recipe(seeds_given(config)),
-        where=lambda: where,
-        store=_kept_before_the_cache_plugin(config, RUNS_CACHE),
-    )
-    return runs.kept_names() == set(training.names())
-
-
-def _pytest_cache(config: pytest.Config) -> Path:
-    """Where pytest's Cache.mkdir(...) puts its folders, known before the cache plugin is
-    configured (pytest_xdist_auto_num_workers and this plugin's pytest_configure run first)."""
-    return config.rootpath / str(config.getini("cache_dir")) / "d"
-
-
-def cache_folder(what: str) -> str:
-    """The name of the workshop's folder of `what` in pytest's cache: "bnvg-runs"."""
-    return f"{declared().name}-{what}"
-
-
-def kept_in_pytest_cache(config: pytest.Config, what: str) -> Store | None:
-    """The workshop's store of `what` in pytest's cache (`cache_folder`), made by pytest's
-    cache plugin; None under `-p no:cacheprovider`."""
-    cache = getattr(config, "cache", None)
-    return Store(cache.mkdir(cache_folder(what))) if cache is not None else None
-
-
-def _kept_before_the_cache_plugin(config: pytest.Config, what: str) -> Store | None:
-    """`kept_in_pytest_cache`, before the cache plugin is configured: only where pytest has
-    made its cache folder already (with its .gitignore)."""
-    if not config.pluginmanager.has_plugin("cacheprovider"):
-        return None
-    folder = _pytest_cache(config)
-    if not folder.parent.is_dir():
-        return None
-    return Store(folder / cache_folder(what))
-
-
-CLAIM_KEYS_CACHE = "claim-keys"  # each claim's evidence key, in pytest's cache
-
-
-def _evidence_keys(config: pytest.Config, places: Places) -> dict[str, str]:
-    """Each claim's evidence key, found in pytest's cache where an earlier session (or
-    process of this one) kept them: slicing the code costs half a second a process."""
-    try:
-        return claim_keys(places, kept=_kept_before_the_cache_plugin(config, CLAIM_KEYS_CACHE))
-    except OSError:  # a cache this process cannot write: slice, as without one
-        return claim_keys(places)
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """Keep the claims' keys for the next session, now that pytest's cache plugin has made
-    its folder (the first session of a checkout sliced them before it existed)."""
-    config = session.config
-    if SETTINGS not in config.stash:
-        return
-    try:
-        store = kept_in_pytest_cache(config, CLAIM_KEYS_CACHE)
-        if store is not None:
-            claim_keys(settings(config).places, kept=store)  # sliced in this process already
-    except OSError:
-        pass  # an unwritable cache: the next session slices again
 
 
 def only_claims(config: pytest.Config) -> bool:
@@ -720,281 +430,3 @@ def runs_claims(config: pytest.Config) -> bool:
         if path == claims or claims in path.parents or path in claims.parents:
             return True
     return False
-
-
-# -- the platform, and where it stands with the evidence ------------------------------------
-FACTS = pytest.StashKey[dict[str, str]]()
-PLATFORM = pytest.StashKey[Platform]()
-STANDING = pytest.StashKey[Standing]()
-
-
-def platform_store(config: pytest.Config) -> Store | None:
-    """Where pytest's cache keeps what this machine's platform is (torch's facts, the bits of
-    the workshop's kernels): None under `-p no:cacheprovider`."""
-    pytest_cache = getattr(config, "cache", None)
-    return Store(pytest_cache.mkdir(TORCH_FACTS_FOLDER)) if pytest_cache is not None else None
-
-
-def process_facts(config: pytest.Config) -> dict[str, str]:
-    """torch's facts of this process's platform, found once per process."""
-    if FACTS not in config.stash:
-        config.stash[FACTS] = torch_facts(platform_store(config))
-    return config.stash[FACTS]
-
-
-KERNEL_BITS = pytest.StashKey[dict[str, str]]()
-
-
-def process_kernel_bits(config: pytest.Config) -> dict[str, str]:
-    """What the workshop's kernels, as the reference identity names them, give in this
-    process (`claimlog.platform.kernel_bits`): found once per process, kept in pytest's cache
-    across sessions; empty where the record names no kernels."""
-    if KERNEL_BITS not in config.stash:
-        s = settings(config)
-        kernels = platform.reference_kernels(s.places.environment)
-        store = platform_store(config)
-        config.stash[KERNEL_BITS] = platform.kernel_bits(kernels, s.torch_threads, store)
-    return config.stash[KERNEL_BITS]
-
-
-def process_platform(config: pytest.Config) -> Platform:
-    """The platform this process computes on, its fingerprint included."""
-    if PLATFORM not in config.stash:
-        threads = settings(config).torch_threads
-        bits = fingerprint(process_kernel_bits(config))
-        config.stash[PLATFORM] = Platform.here(threads, process_facts(config), bits)
-    return config.stash[PLATFORM]
-
-
-# The workshop's kernels this process saw its computations call, under an update that records
-# the reference (`records_kernels`); an xdist worker ships its own to the controller.
-RECORDED_KERNELS = pytest.StashKey[dict[str, tuple[str, ...]]]()  # by computation
-# Its computations refused as not deterministic: the update then records nothing at all.
-REFUSED = pytest.StashKey[list[str]]()
-
-
-def records_kernels(config: pytest.Config) -> bool:
-    """Whether this session may record the reference, and so its kernels: a full update at
-    the workshop's own seeds (a narrowed one, a sweep's job among them, never writes the
-    reference identity)."""
-    s = settings(config)
-    return s.update and not narrowed(config) and seed_variant_name(s.seeds) is None
-
-
-def note_kernels(config: pytest.Config, name: str, compute: Callable[[], object]) -> None:
-    """Under an update that records the reference: the kernels of the computation `name`,
-    started twice (`claimlog.kernels.record`); a computation that gives other bits the
-    second time fails the claim in one line, before anything is recorded."""
-    __tracebackhide__ = True
-    recorded = config.stash.setdefault(RECORDED_KERNELS, {})
-    if name in recorded or not records_kernels(config):
-        return
-    platform.import_torch()
-    try:
-        found = record(name, compute)
-    except NotDeterministic as refused:
-        config.stash.setdefault(REFUSED, []).append(str(refused))
-        pytest.fail(str(refused), pytrace=False)
-    recorded[name] = tuple(found)
-
-
-def recorded_kernels(config: pytest.Config) -> set[str]:
-    """Every kernel this process (and, on the controller, every worker) recorded."""
-    return {k for kernels in config.stash.get(RECORDED_KERNELS, {}).values() for k in kernels}
-
-
-def apart(config: pytest.Config) -> str:
-    """What sets this platform apart from the reference, for people: the names that differ
-    ("torch 2.14.1+cpu, not 2.13.0+cpu"), then the workshop's kernels whose bits differ
-    ("2 of its 74 kernels give other bits here than on the reference: aten.addmm.default on
-    float32 [300, 32], float32 [32, 32], ...")."""
-    s = settings(config)
-    reference = reference_identity(s)
-    if reference is None:
-        return "no reference is recorded"
-    here = process_platform(config)
-    ours, theirs = here.identity(), reference.identity()
-    said = [
-        f"{name} {ours.get(name, 'not named')}, not {theirs.get(name, 'not named')}"
-        for name in dict.fromkeys([*theirs, *ours])
-        if name != "fingerprint" and ours.get(name) != theirs.get(name)
-    ]
-    kernels = platform.reference_kernels(s.places.environment)
-    bits = process_kernel_bits(config)
-    moved = differing(bits, kernels)
-    if moved:
-        shown = "; ".join(moved[:2]) + (f"; and {len(moved) - 2} more" if len(moved) > 2 else "")
-        give = "gives" if len(moved) == 1 else "give"
-        named = sorted({family(k) or "" for k in kernels if bits.get(k) != kernels[k]} - {""})
-        what = f" ({' and '.join(named)} among them)" if named else ""
-        said.append(
-            f"{len(moved)} of its {len(kernels)} kernels {give} other bits here than on the "
-            f"reference{what}: {shown}"
-        )
-    return ", ".join(said) or "the same names and bits as the reference"
-
-
-# What `Platform.identity()` always writes: a file that lacks one of them names no platform,
-# however well-formed its JSON (Platform.from_json would fill the gaps with "?").
-IDENTITY_KEYS = ("machine", "torch", "numpy", "numpy simd", "aten", "mkl", "onednn", "threads")
-
-
-class UnreadableReference(Exception):
-    """`snapshots/environment.json` is missing or damaged; the message names the file and
-    says which."""
-
-
-def read_reference(places: Places) -> Platform:
-    """The reference, as `snapshots/environment.json` records its identity, or
-    UnreadableReference saying what is wrong with the file."""
-    path = places.environment
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise UnreadableReference(f"{path} is missing") from None
-    except (OSError, ValueError) as error:  # unreadable, not UTF-8, or not JSON
-        raise UnreadableReference(f"{path} is damaged ({error})") from None
-    if not isinstance(data, dict):
-        raise UnreadableReference(f"{path} is damaged (it holds no JSON object)")
-    lacking = [key for key in IDENTITY_KEYS if key not in data]
-    if lacking:
-        raise UnreadableReference(f"{path} is damaged (it lacks {', '.join(lacking)})")
-    try:
-        return Platform.from_json(data)
-    except ValueError as error:  # a thread count that is not a number
-        raise UnreadableReference(f"{path} is damaged ({error})") from None
-
-
-def reference_identity(s: Settings) -> Platform | None:
-    """The reference, as `snapshots/environment.json` records its identity (None if it
-    cannot be read: only a session that updates the snapshots runs without it)."""
-    try:
-        return read_reference(s.places)
-    except UnreadableReference:
-        return None
-
-
-def holds_snapshots(places: Places) -> bool:
-    """Whether the project has recorded any snapshot, a claim's text or numbers: only then
-    does the reference identity describe anything."""
-    folders = (places.text_snapshots, places.numbers)
-    return any(path.is_file() for folder in folders for path in folder.rglob("*"))
-
-
-def _refuse_unknown_reference(s: Settings) -> None:
-    """Without the reference identity no platform stands as the reference: this one would
-    be compared with a fragment of the evidence, or judged as new (drift allowed), never
-    with the snapshots bit for bit, and the run would pass having checked less than it
-    says. So a missing or damaged `snapshots/environment.json` stops the session before any
-    claim runs. `--snapshot-update` writes the file, and a project that has recorded no
-    snapshot yet has nothing for it to describe (each claim fails for want of its own)."""
-    if s.update:
-        return
-    if not s.places.environment.exists() and not holds_snapshots(s.places):
-        return
-    try:
-        read_reference(s.places)
-    except UnreadableReference as problem:
-        raise pytest.UsageError(
-            f"{problem}: it names the reference platform, whose numbers the snapshots hold, "
-            "and without it no number is compared with them bit for bit. Restore it from git, "
-            f"or write it with `{UPDATE_COMMAND}` (which makes this machine's numbers the "
-            "reference)"
-        ) from None
-
-
-def find(here: Platform, s: Settings) -> Standing:
-    """The standing of the platform `here` for a session with settings `s`."""
-    recorded = reference_identity(s)
-    reference = recorded.id if recorded else ""
-    variant = seed_variant_name(s.seeds)
-    if variant is None and here.id == reference:
-        return Standing(REFERENCE, here.id, reference, s.strict)
-    fragment = FragmentStore(s.places.fragments, s.keys).at_seeds(here.id, variant)
-    if fragment is None:
-        return Standing(NEW, here.id, reference, s.strict)
-    return Standing(
-        HELD,
-        here.id,
-        reference,
-        s.strict,
-        readings={name: r.as_float() for name, r in fragment.readings.items()},
-        tables=fragment.tables,
-    )
-
-
-def standing(config: pytest.Config) -> Standing:
-    """This process's standing (found once per process)."""
-    if STANDING not in config.stash:
-        config.stash[STANDING] = find(process_platform(config), settings(config))
-    return config.stash[STANDING]
-
-
-# -- the channel: what a claim's report carries to the controller ---------------------------
-CHANNEL = pytest.StashKey[list[tuple[str, Any]]]()
-SENT = pytest.StashKey[int]()  # how many of the item's payloads earlier reports carried
-
-
-def channel(item: pytest.Item) -> list[tuple[str, Any]]:
-    """The payloads a claim (or a citation) sends to the controller with its reports."""
-    if CHANNEL not in item.stash:
-        item.stash[CHANNEL] = []
-    return item.stash[CHANNEL]
-
-
-def payloads(report: pytest.TestReport) -> list[tuple[str, Any]]:
-    """What one report carries on the channel (nothing for a report of another plugin's
-    test, or one made without claimlog's hook)."""
-    return list(getattr(report, "claimlog", None) or ())
-
-
-def send_line(item: pytest.Item, line: LogLine) -> None:
-    """One verified log line: to the controller on the channel, and, as the text it prints,
-    to whoever reads the test reports (JUnit XML's properties, `log line 40`)."""
-    channel(item).append((LINE, line.to_json()))
-    item.user_properties.append((f"log line {line_number(line.key)}", line.text.strip()))
-
-
-# payload names
-OWNS = "claimlog owns"  # the log line keys a claim owns (set at setup)
-SENTENCE = "claimlog sentence"  # what the claim verifies: its docstring's first paragraph
-LINE = "claimlog line"  # one verified log line (LogLine as JSON)
-BOUNDED = "claimlog bounded"  # readings of lines another claim owns, bounded by this one
-READINGS = "claimlog readings"  # readings computed, verified or not (for the record)
-STORED = "claimlog stored"  # the stored values of a claim's readings, by name
-TABLE = "claimlog table"  # a stored table this claim checked (Table as JSON)
-NUMBERS_FILE = "claimlog numbers file"  # a numbers snapshot file the claim read or wrote
-DRIFT = "claimlog drift"  # one drifted number, described for people
-TITLE = "claimlog title"  # what a figure's title states, and which parts hold only sometimes
-MOVED = "claimlog moved"  # readings printed otherwise than their snapshot (Moved as JSON)
-NOTE = "claimlog note"  # how a cited lesson holds over other seeds (a citation's, never a failure)
-CITED = "claimlog cited"  # the log lines a citation names
-CITATION = "claimlog citation"  # set by a citation of the workshop's text, not a claim
-REWRITE = "claimlog rewrite"  # under an update: a quote of the text rewritten (Rewrite as JSON)
-# Under an update: a quote not rewritten, and why: on purpose, or no longer true (Left as JSON).
-LEFT = "claimlog left"
-
-
-def owned_keys(item: pytest.Item) -> tuple[str, ...]:
-    return tuple(key for mark in item.iter_markers("log_lines") for key in mark.args)
-
-
-def sentence_of(item: pytest.Item) -> str:
-    doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
-    return " ".join(doc.strip().split("\n\n")[0].split())
-
-
-# -- what each process did with the results kept in pytest's cache --------------------------
-# One list of `Event`s (a run, a computed result or a figure: computed, reused or found
-# damaged); an xdist worker ships its list to the controller (`claimlog.plugin.session`).
-EVENTS = pytest.StashKey[list[Event]]()
-SESSION_ID = pytest.StashKey[str]()
-
-
-def session_id(config: pytest.Config) -> str:
-    """This session's name, shared by its xdist workers: what a `Memo` writes into the
-    entries it keeps, so that --recompute computes each result once per session."""
-    if SESSION_ID not in config.stash:
-        worker = getattr(config, "workerinput", None)
-        config.stash[SESSION_ID] = str(worker["testrunuid"]) if worker else uuid.uuid4().hex
-    return config.stash[SESSION_ID]

@@ -1,9 +1,15 @@
 """What the controller learns of each claim from its reports, and the log they verify.
 
-`ClaimOutcome` gathers one claim's (or citation's) payloads, as every report carries them
-over the channel (`claimlog.plugin.options.payloads`); `assemble_log` lays the verified lines
-out as the workshop script writes its log. The session (`claimlog.plugin.session`) and the
-reports (`claimlog.plugin.reports`) both read them; neither is imported here.
+**The channel**: a claim's evidence rides on its report as `report.claimlog`, a list of named
+payloads (the names below) that xdist ships to the controller with the report's own fields;
+each phase's report carries what that phase added, once (the plugin's
+`pytest_runtest_makereport`). `user_properties`, which JUnit XML and other reports print, holds
+only what a reader wants: the claim's sentence and the log lines it verified.
+
+`ClaimOutcome` gathers one claim's (or citation's) payloads, as every report carries them;
+`assemble_log` lays the verified lines out as the workshop script writes its log. The
+controller (`claimlog.plugin.controller`) and the reports (`claimlog.plugin.reports`) both read
+them; neither is imported here.
 """
 
 from __future__ import annotations
@@ -16,29 +22,47 @@ import pytest
 
 from claimlog.evidence.tables import Table
 from claimlog.evidence.verdicts import Moved
-from claimlog.log.lines import LogLine, fixed_lines, layout
+from claimlog.log.lines import Log, LogLine
 from claimlog.log.readings import Reading
-from claimlog.plugin.options import (
-    BOUNDED,
-    CITATION,
-    CITED,
-    DRIFT,
-    LEFT,
-    LINE,
-    MOVED,
-    NOTE,
-    NUMBERS_FILE,
-    OWNS,
-    READINGS,
-    REWRITE,
-    SENTENCE,
-    STORED,
-    TABLE,
-    TITLE,
-    payloads,
-)
 from claimlog.text.citations import CitedLine
 from claimlog.text.rewrites import Left, Rewrite
+
+# -- the channel: what a claim's report carries to the controller ---------------------------
+CHANNEL = pytest.StashKey[list[tuple[str, Any]]]()
+SENT = pytest.StashKey[int]()  # how many of the item's payloads earlier reports carried
+
+
+def channel(item: pytest.Item) -> list[tuple[str, Any]]:
+    """The payloads a claim (or a citation) sends to the controller with its reports."""
+    if CHANNEL not in item.stash:
+        item.stash[CHANNEL] = []
+    return item.stash[CHANNEL]
+
+
+def payloads(report: pytest.TestReport) -> list[tuple[str, Any]]:
+    """What one report carries on the channel (nothing for a report of another plugin's
+    test, or one made without claimlog's hook)."""
+    return list(getattr(report, "claimlog", None) or ())
+
+
+# payload names
+OWNS = "claimlog owns"  # the log line keys a claim owns (set at setup)
+SENTENCE = "claimlog sentence"  # what the claim verifies: its docstring's first paragraph
+LINE = "claimlog line"  # one verified log line (LogLine as JSON)
+BOUNDED = "claimlog bounded"  # readings of lines another claim owns, bounded by this one
+READINGS = "claimlog readings"  # readings computed, verified or not (for the record)
+STORED = "claimlog stored"  # the stored values of a claim's readings, by name
+TABLE = "claimlog table"  # a stored table this claim checked (Table as JSON)
+NUMBERS_FILE = "claimlog numbers file"  # a numbers snapshot file the claim read or wrote
+DRIFT = "claimlog drift"  # one drifted number, described for people
+TITLE = "claimlog title"  # what a figure's title states, and which parts hold only sometimes
+MOVED = "claimlog moved"  # readings printed otherwise than their snapshot (Moved as JSON)
+NOTE = "claimlog note"  # how a cited lesson holds over other seeds (a citation's, never a failure)
+CITED = "claimlog cited"  # the log lines a citation names
+CITATION = "claimlog citation"  # set by a citation of the workshop's text, not a claim
+REWRITE = "claimlog rewrite"  # under an update: a quote of the text rewritten (Rewrite as JSON)
+# Under an update: a quote not rewritten, and why: on purpose, or no longer true (Left as JSON).
+LEFT = "claimlog left"
 
 
 # -- what the controller learns of each claim -----------------------------------------------
@@ -221,13 +245,13 @@ class LogAssembly:
         return len(self.lines)
 
 
-def assemble_log(claims: Mapping[str, ClaimOutcome]) -> LogAssembly:
+def assemble_log(claims: Mapping[str, ClaimOutcome], log: Log) -> LogAssembly:
     verified = {key: line for c in claims.values() if c.passed for key, line in c.lines.items()}
     failed_by = {key: nodeid for nodeid, c in claims.items() if c.failed for key in c.owns}
-    fixed = fixed_lines()
+    fixed = log.fixed_lines()
     out: dict[int, CitedLine] = {}
     counts = {"verified": 0, "failed": 0, "missing": 0}
-    for n, line in enumerate(layout(), start=1):
+    for n, line in enumerate(log.lines, start=1):
         if n in fixed:
             f = fixed[n]
             out[n] = CitedLine(n, f.text, f.readings, f.names)

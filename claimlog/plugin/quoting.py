@@ -41,7 +41,6 @@ from pytest_regressions.num_regression import NumericRegressionFixture
 from syrupy.exceptions import SnapshotDoesNotExist
 from syrupy.extensions.amber import AmberSnapshotExtension
 
-from claimlog.evidence.fragility import Fragility
 from claimlog.evidence.tables import Table, slug
 from claimlog.evidence.verdicts import (
     REFERENCE,
@@ -51,24 +50,22 @@ from claimlog.evidence.verdicts import (
     compare_table,
     moved_readings,
 )
-from claimlog.log.lines import LogLine, line_named, line_number
+from claimlog.log.lines import Log, LogLine
 from claimlog.log.readings import Bound, Reading
 from claimlog.places import Places
-from claimlog.plugin.options import (
+from claimlog.plugin.options import UPDATE_COMMAND, owned_keys
+from claimlog.plugin.outcomes import (
     BOUNDED,
     DRIFT,
+    LINE,
     MOVED,
     NUMBERS_FILE,
     READINGS,
     STORED,
     TABLE,
-    UPDATE_COMMAND,
-    Settings,
     channel,
-    owned_keys,
-    send_line,
-    standing,
 )
+from claimlog.plugin.session import ClaimSession
 from claimlog.store import relative, replacing
 
 if TYPE_CHECKING:
@@ -139,14 +136,11 @@ def pending(item: pytest.Item) -> list[str]:
     return found
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Any:
-    """A claim that read a moved history but never quoted still fails, naming it."""
-    result = yield
-    deferred = pending(item)
-    if deferred:
-        pytest.fail("\n".join(deferred), pytrace=False)
-    return result
+def send_line(item: pytest.Item, line: LogLine, log: Log) -> None:
+    """One verified log line: to the controller on the channel, and, as the text it prints,
+    to whoever reads the test reports (JUnit XML's properties, `log line 40`)."""
+    channel(item).append((LINE, line.to_json()))
+    item.user_properties.append((f"log line {log.line_number(line.key)}", line.text.strip()))
 
 
 class NumbersSnapshotError(Exception):
@@ -188,13 +182,12 @@ def read_csv(path: Path, index_name: str) -> tuple[list[str], list[str], dict[st
 class NumberSnapshots:
     """The numbers snapshots one claim reads and writes."""
 
-    def __init__(
-        self, request: pytest.FixtureRequest, settings: Settings, fragility: Fragility
-    ) -> None:
+    def __init__(self, request: pytest.FixtureRequest, session: ClaimSession) -> None:
         self._request = request
         self._item = request.node
-        self._settings = settings
-        self._fragility = fragility
+        self._session = session
+        self._settings = session.settings
+        self._fragility = session.fragility()
 
     @property
     def readings_name(self) -> str:
@@ -217,7 +210,7 @@ class NumberSnapshots:
 
     @property
     def standing(self) -> Standing:
-        return standing(self._request.config)
+        return self._session.standing
 
     def _checked_by_regressions(self) -> bool:
         """Whether pytest-regressions is handed this run's numbers: under --snapshot-update
@@ -348,9 +341,7 @@ UNSEEN_BY_THE_KEYS = (
 class Quoted:
     """Checks a claim's readings and lines against the snapshots, then writes them."""
 
-    def __init__(
-        self, request: pytest.FixtureRequest, settings: Settings, fragility: Fragility
-    ) -> None:
+    def __init__(self, request: pytest.FixtureRequest, session: ClaimSession) -> None:
         self._item = request.node
         self._request = request
         self._owns = owned_keys(self._item)
@@ -358,9 +349,10 @@ class Quoted:
         # damaged text snapshot fails it before any work. One that only bounds others' lines
         # has no text of its own.
         self._text = request.getfixturevalue("snapshot") if self._owns else None
-        self._settings = settings
-        self._fragility = fragility
-        self._numbers = NumberSnapshots(request, settings, fragility)
+        self._settings = session.settings
+        self._fragility = session.fragility()
+        self._log = session.log
+        self._numbers = NumberSnapshots(request, session)
 
     @property
     def _snapshot(self) -> Any:
@@ -385,7 +377,7 @@ class Quoted:
         channel(self._item).append((BOUNDED, [r.to_json() for r in readings]))
         self._assert_bounds(readings)
         if self._settings.update:
-            self._say_moved(readings, _line_numbers(flat), self._stored_if_any())
+            self._say_moved(readings, _line_numbers(flat, self._log), self._stored_if_any())
             self._numbers.store_readings(readings)
             return
         differences = self._compared(readings, flat, self._stored(flat, text=False))
@@ -410,7 +402,7 @@ class Quoted:
         self._assert_bounds(readings)
         if self._settings.update:
             if readings:  # a line that prints no number (a figure's) has no numbers to store
-                self._say_moved(readings, _line_numbers(flat), self._stored_if_any())
+                self._say_moved(readings, _line_numbers(flat, self._log), self._stored_if_any())
                 self._numbers.store_readings(readings)
             assert self._snapshot == _texts(flat)
             self._hand_over(flat, [])
@@ -421,7 +413,7 @@ class Quoted:
         # readings must be the text syrupy stores. Compared once, before anything fails, so
         # syrupy knows this claim used its snapshot.
         as_stored = [
-            line_named(line.key).refill(
+            self._log.line_named(line.key).refill(
                 line, {r.name: r.value_from_float(stored[r.name]) for r in line.readings}
             )
             for line in flat
@@ -444,8 +436,9 @@ class Quoted:
     def _assert_bounds(self, readings: Sequence[Reading]) -> None:
         """Fail naming every reading whose bound (not a `sometimes` one) does not hold."""
         __tracebackhide__ = True
+        line = self._log.line_number
         broken = [
-            f"  {r.name}: {r.printed}, but the claim says {r.bound} (log line {line_number(r.key)})"
+            f"  {r.name}: {r.printed}, but the claim says {r.bound} (log line {line(r.key)})"
             for r in readings
             if r.bound is not None and not r.sometimes and not r.bound.holds(r.value)
         ]
@@ -544,7 +537,7 @@ class Quoted:
         """Every reading that differs from what it is compared with on this platform, the
         stored values and what moved recorded first."""
         channel(self._item).append((STORED, dict(stored)))
-        line_of = _line_numbers(lines)
+        line_of = _line_numbers(lines, self._log)
         self._say_moved(readings, line_of, stored)
         standing = self._numbers.standing
         return compare_readings(readings, stored, line_of, self._fragility, standing)
@@ -581,7 +574,7 @@ class Quoted:
         for d in drift:
             channel(self._item).append((DRIFT, d.describe()))
         for line in lines:
-            send_line(self._item, line)
+            send_line(self._item, line, self._log)
 
 
 def _flatten(lines: Iterable[LogLine | Sequence[LogLine]]) -> list[LogLine]:
@@ -591,8 +584,8 @@ def _flatten(lines: Iterable[LogLine | Sequence[LogLine]]) -> list[LogLine]:
     return out
 
 
-def _line_numbers(lines: Iterable[LogLine]) -> dict[str, int]:
-    return {line.key: line_number(line.key) for line in lines}
+def _line_numbers(lines: Iterable[LogLine], log: Log) -> dict[str, int]:
+    return {line.key: log.line_number(line.key) for line in lines}
 
 
 def _texts(lines: Iterable[LogLine]) -> dict[str, str]:

@@ -17,37 +17,20 @@ import base64
 import html
 import os
 import shlex
-from collections.abc import Generator, Mapping, Sequence
-from functools import cache
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
-from claimlog.declaration import declared
 from claimlog.evidence.fragility import Fragility, listed
 from claimlog.evidence.verdicts import Moved
-from claimlog.log.lines import (
-    PLOT,
-    PublishedLogError,
-    line_number,
-    read_published,
-    section_headings,
-    section_of,
-)
+from claimlog.log.lines import PLOT, Log, PublishedLogError
 from claimlog.log.readings import Reading
 from claimlog.platform import Platform
-from claimlog.plugin.options import (
-    DRIFT,
-    READINGS,
-    STORED,
-    Settings,
-    fragility,
-    owned_keys,
-    payloads,
-    settings,
-)
-from claimlog.plugin.outcomes import ClaimOutcome, LogAssembly
+from claimlog.plugin.options import Settings, owned_keys
+from claimlog.plugin.outcomes import DRIFT, READINGS, STORED, ClaimOutcome, LogAssembly, payloads
+from claimlog.plugin.session import ClaimSession
 from claimlog.store import relative
 from claimlog.text.citations import Coverage, Uncited
 from claimlog.text.prose import NOTHING_CITED
@@ -56,24 +39,18 @@ from claimlog.text.prose import NOTHING_CITED
 STATUSES = ("verified", "drifted", "failed", "skipped", "not run")
 
 
-def _sections() -> list[tuple[int, str]]:
-    """(line number, text) of every section heading of the log."""
-    return sorted(section_headings().items())
-
-
-def _section_of(claim: ClaimOutcome, module_first: int | None) -> str:
+def _section_of(claim: ClaimOutcome, module_first: int | None, log: Log) -> str:
     """The log section a claim belongs to: that of the first line it owns, or else that of
     the first line its module's claims own (a figure's claim beside the claims of its lines),
     in the workshop's own headings; "other claims" for a module that owns no line."""
     if claim.owns:
-        return section_of(_position(claim))
-    return section_of(module_first) if module_first is not None else "other claims"
+        return log.section_of(_position(claim, log))
+    return log.section_of(module_first) if module_first is not None else "other claims"
 
 
-@cache
-def _published(path: Path) -> Mapping[str, Reading]:
+def _published(path: Path, log: Log) -> Mapping[str, Reading]:
     try:
-        return read_published(path)
+        return log.read_published(path)
     except PublishedLogError:
         return {}
 
@@ -88,7 +65,9 @@ def _stored_printed(reading: Reading, claim: ClaimOutcome) -> str:
     return reading.with_value(reading.value_from_float(claim.stored[reading.name])).printed
 
 
-def _travels(name: str, fragility: Fragility) -> tuple[str, str]:
+def _travels(
+    name: str, fragility: Fragility, seeds: Mapping[str, tuple[str, str, str]]
+) -> tuple[str, str]:
     """(on platforms: robust, or fragile with its prints; over seeds: how often the claim's
     bound held on each seed axis)."""
     evidence = fragility.reading(name)
@@ -97,39 +76,38 @@ def _travels(name: str, fragility: Fragility) -> tuple[str, str]:
     platforms = evidence.platform_verdict
     if evidence.moved_in_print:
         platforms += ": " + ", ".join(sorted(set(evidence.prints_by_platform().values())))
-    over = ", ".join(f"{r.k} of {r.n} {what}" for what, r in evidence.generality())
+    over = ", ".join(f"{r.k} of {r.n} {what}" for what, r in evidence.generality(seeds))
     return platforms, f"{evidence.bound}: {over}" if over else ""
 
 
 def render_claims_report(
+    session: ClaimSession,
     claims: Mapping[str, ClaimOutcome],
     log: LogAssembly | None,
-    settings: Settings,
-    root: Path,
     platform: Platform | None,
     invocation: Sequence[str],
-    fragility: Fragility,
-    stale: Sequence[str] = (),
     cited: Coverage | None = None,
     moved: Sequence[Moved] = (),
     rewritten: Sequence[str] = (),
-    uncited: Mapping[str, Sequence[Uncited]] | None = None,
 ) -> str:
-    """The report. `fragility`: the sweep's table, without the readings of the `stale` claims
-    (whose evidence is of another key than this checkout's); `cited`: what the workshop's
-    text cites; `moved`: the quoted numbers printed otherwise than their snapshots, in log order;
-    `rewritten`: what an update did to the text's quotes (and left); `uncited`: with
-    --workshop, the numbers of each document's prose that cite no line."""
+    """The report of `session`'s `claims`. The evidence is the sweep's table without the
+    readings of the stale claims (whose evidence is of another key than this checkout's);
+    `cited`: what the workshop's text cites; `moved`: the quoted numbers printed otherwise
+    than their snapshots, in log order; `rewritten`: what an update did to the text's quotes
+    (and left); with --workshop, the numbers of each document's prose that cite no line."""
+    settings, root, workshop = session.settings, session.config.rootpath, session.workshop
+    fragility, stale, uncited = session.fragility(), session.stale_claims(), session.uncited
+    layout = session.log
     path = settings.claims_report or root / "report.md"
-    published = _published(settings.places.published_log)
+    published = _published(settings.places.published_log, layout)
     counts = {s: sum(1 for c in claims.values() if c.status == s) for s in STATUSES}
     # Each count includes the reference (seed 0 on the reference platform).
     counted = [f"{len(fragility.on_axis('platform')) + 1} platforms"] + [
         f"{len(fragility.on_axis(axis)) + 1} {many}"
-        for axis, (_, _, many) in declared().seeds.items()
+        for axis, (_, _, many) in workshop.seeds.items()
     ]
     over = listed(counted)
-    seed_words = listed([many for _, _, many in declared().seeds.values()]) or "seeds"
+    seed_words = listed([many for _, _, many in workshop.seeds.values()]) or "seeds"
     out = [
         "# Claims report",
         "",
@@ -145,12 +123,12 @@ def render_claims_report(
         f"- the sweep's table: {len(fragility.readings)} readings over {over} "
         f"(`{relative(settings.places.fragility_md, root)}`)"
         if fragility.readings
-        else f"- the sweep's table: none yet (`{declared().sweep_command}`)",
+        else f"- the sweep's table: none yet (`{workshop.sweep_command}`)",
         *(
             [
                 f"- stale evidence: {len(stale)} claim{'s' if len(stale) != 1 else ''} changed "
                 "since the sweep, their readings judged without it "
-                f"(`{declared().sweep_command}` "
+                f"(`{workshop.sweep_command}` "
                 "computes only them): " + ", ".join(f"`{c.split('::')[-1]}`" for c in stale)
             ]
             if stale
@@ -175,23 +153,24 @@ def render_claims_report(
         out += ["", "## What the text cites", "", *(f"- {line}" for line in cited.describe())]
     if rewritten:
         out += ["", "## What the update did to the text", "", "```", *rewritten, "```"]
-    if uncited is not None:
-        out += _uncited(uncited)
+    out += _uncited(uncited)
     first_of_module: dict[str, int] = {}
     for nodeid, claim in claims.items():
         if claim.owns:
             module = nodeid.split("::", 1)[0]
-            first_of_module[module] = min(_position(claim), first_of_module.get(module, 10**9))
+            first = min(_position(claim, layout), first_of_module.get(module, 10**9))
+            first_of_module[module] = first
     by_section: dict[str, list[str]] = {}
-    for nodeid in sorted(claims, key=lambda n: (_position(claims[n]), n)):
+    for nodeid in sorted(claims, key=lambda n: (_position(claims[n], layout), n)):
         module_first = first_of_module.get(nodeid.split("::", 1)[0])
-        by_section.setdefault(_section_of(claims[nodeid], module_first), []).append(nodeid)
-    order = [text for _, text in _sections()]
+        section = _section_of(claims[nodeid], module_first, layout)
+        by_section.setdefault(section, []).append(nodeid)
+    order = [text for _, text in sorted(layout.section_headings().items())]
     for section in sorted(by_section, key=lambda t: order.index(t) if t in order else -1):
         nodeids = by_section[section]
         out += ["", f"## {section}"]
         for nodeid in nodeids:
-            out += _claim(nodeid, claims[nodeid], fragility, published, settings, path)
+            out += _claim(nodeid, claims[nodeid], session, published, path)
     return "\n".join(out) + "\n"
 
 
@@ -212,19 +191,19 @@ def _uncited(uncited: Mapping[str, Sequence[Uncited]]) -> list[str]:
     return out
 
 
-def _position(claim: ClaimOutcome) -> int:
-    return min((line_number(k) for k in claim.owns), default=10_000)
+def _position(claim: ClaimOutcome, log: Log) -> int:
+    return min((log.line_number(k) for k in claim.owns), default=10_000)
 
 
 def _claim(
     nodeid: str,
     claim: ClaimOutcome,
-    fragility: Fragility,
+    session: ClaimSession,
     published: Mapping[str, Reading],
-    settings: Settings,
     report: Path,
 ) -> list[str]:
-    lines = claim.owns and ", ".join(str(line_number(k)) for k in claim.owns)
+    settings, fragility, seeds = session.settings, session.fragility(), session.workshop.seeds
+    lines = claim.owns and ", ".join(str(session.log.line_number(k)) for k in claim.owns)
     out = [
         "",
         f"### `{nodeid.split('::', 1)[-1]}`: {claim.status}",
@@ -244,7 +223,7 @@ def _claim(
             "|---|---:|---:|---:|---|---|",
         ]
         for r in readings:
-            status, over = _travels(r.name, fragility)
+            status, over = _travels(r.name, fragility, seeds)
             pub = published[r.name].printed if r.name in published else ""
             out.append(
                 f"| {_cell(r.name)} | {r.printed} | {_stored_printed(r, claim)} | {pub} "
@@ -303,83 +282,67 @@ def _property(report: pytest.TestReport, name: str) -> Any:
     return next((value for key, value in payloads(report) if key == name), None)
 
 
-class HtmlExtras:
-    """The hooks that feed pytest-html (registered only when pytest-html is active)."""
+def html_extras(
+    item: pytest.Item, report: pytest.TestReport, s: Settings, table: Fragility
+) -> None:
+    """pytest-html's extras of a claim's row: its readings table and its figure, embedded
+    (beside the committed one where it moved)."""
+    from pytest_html import extras
 
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
+    added = []
+    readings = _property(report, READINGS)
+    if readings:
+        added.append(extras.html(_readings_table(report, readings, table)))
+    for key in owned_keys(item):
+        if key.startswith(PLOT):
+            png = s.diagrams / key.removeprefix(PLOT)
+            committed = s.places.diagrams / png.name
+            if committed != png and differs(committed, png):
+                added.append(extras.html(_side_by_side(committed, png)))
+            elif png.exists():
+                content = base64.b64encode(png.read_bytes()).decode("ascii")
+                added.append(extras.png(content, name=png.name))
+    report.extras = [*getattr(report, "extras", []), *added]  # type: ignore[attr-defined]
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, Any, None]:
-        outcome = yield
-        report: pytest.TestReport = outcome.get_result()
-        if report.when != "call":
-            return
-        from pytest_html import extras
 
-        added = []
-        readings = _property(report, READINGS)
-        if readings:
-            added.append(extras.html(self._readings_table(report, readings)))
-        s = settings(self.config)
-        for key in owned_keys(item):
-            if key.startswith(PLOT):
-                png = s.diagrams / key.removeprefix(PLOT)
-                committed = s.places.diagrams / png.name
-                if committed != png and differs(committed, png):
-                    added.append(extras.html(_side_by_side(committed, png)))
-                elif png.exists():
-                    content = base64.b64encode(png.read_bytes()).decode("ascii")
-                    added.append(extras.png(content, name=png.name))
-        report.extras = [*getattr(report, "extras", []), *added]  # type: ignore[attr-defined]
-
-    def _readings_table(self, report: pytest.TestReport, readings: list[Any]) -> str:
-        stored = cast("Mapping[str, float]", _property(report, STORED) or {})
-        table = fragility(self.config)
-        rows = []
-        for data in readings:
-            r = Reading.from_json(data)
-            if r.kind.name == "setting":
-                continue
-            evidence = table.reading(r.name)
-            snapshot = (
-                r.with_value(r.value_from_float(stored[r.name])).printed if r.name in stored else ""
-            )
-            rows.append(
-                "<tr>"
-                + "".join(
-                    f"<td>{html.escape(cell)}</td>"
-                    for cell in (
-                        r.name,
-                        r.printed,
-                        snapshot,
-                        evidence.platform_verdict if evidence else "not in the sweep",
-                        str(r.bound) if r.bound else "",
-                    )
-                )
-                + "</tr>"
-            )
-        drift = [str(v) for k, v in payloads(report) if k == DRIFT]
-        return (
-            '<table class="claimlog-readings"><tr><th>reading</th><th>here</th><th>snapshot</th>'
-            "<th>on platforms</th><th>the claim says</th></tr>"
-            + "".join(rows)
-            + "</table>"
-            + "".join(f"<p>drift: {html.escape(d)}</p>" for d in drift)
+def _readings_table(report: pytest.TestReport, readings: list[Any], table: Fragility) -> str:
+    stored = cast("Mapping[str, float]", _property(report, STORED) or {})
+    rows = []
+    for data in readings:
+        r = Reading.from_json(data)
+        if r.kind.name == "setting":
+            continue
+        evidence = table.reading(r.name)
+        snapshot = (
+            r.with_value(r.value_from_float(stored[r.name])).printed if r.name in stored else ""
         )
+        rows.append(
+            "<tr>"
+            + "".join(
+                f"<td>{html.escape(cell)}</td>"
+                for cell in (
+                    r.name,
+                    r.printed,
+                    snapshot,
+                    evidence.platform_verdict if evidence else "not in the sweep",
+                    str(r.bound) if r.bound else "",
+                )
+            )
+            + "</tr>"
+        )
+    drift = [str(v) for k, v in payloads(report) if k == DRIFT]
+    return (
+        '<table class="claimlog-readings"><tr><th>reading</th><th>here</th><th>snapshot</th>'
+        "<th>on platforms</th><th>the claim says</th></tr>"
+        + "".join(rows)
+        + "</table>"
+        + "".join(f"<p>drift: {html.escape(d)}</p>" for d in drift)
+    )
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_html_results_table_header(self, cells: list[str]) -> None:
-        cells.insert(2, '<th class="claimlog-claim">claim</th>')
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
-        sentence = dict(report.user_properties).get("sentence", "")
-        cells.insert(2, f'<td class="claimlog-claim">{html.escape(str(sentence))}</td>')
+CLAIM_HEADER = '<th class="claimlog-claim">claim</th>'  # pytest-html's column of sentences
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    if config.pluginmanager.hasplugin("html") and config.getoption("htmlpath", None):
-        config.pluginmanager.register(HtmlExtras(config), "claimlog-html")
+def claim_cell(report: pytest.TestReport) -> str:
+    sentence = dict(report.user_properties).get("sentence", "")
+    return f'<td class="claimlog-claim">{html.escape(str(sentence))}</td>'

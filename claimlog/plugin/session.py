@@ -1,752 +1,531 @@
-"""The session's controller: what every claim did, the session's outputs, and its summary.
+"""The session: everything claimlog knows of one pytest session, in one object on its config.
 
-It runs in one process only (the only process, or xdist's controller) and learns everything
-from the test reports (`ClaimOutcome`). At the end of the session it writes
+A `ClaimSession` is made as pytest starts (`claimlog.plugin`'s `pytest_load_initial_conftests`),
+from the workshop its configuration declares, and kept in `config.stash` (`session_of`), as
+syrupy keeps its `SnapshotSession`. Whatever needs the workshop, the options or what the
+session found is handed it; nothing of it is a module global, so a process may run several
+sessions of several workshops one after another (pytester does).
 
-- **results.log**, laid out as the workshop declares it (its `Log`), so every
-  line keeps the number the text cites: a line whose claim passed holds the verified text; a
-  line whose claim failed, or that no claim filled, a `[not verified: ...]` marker; a run that
-  left lines unfilled (-k, -m, -x, an interrupt) never replaces a complete log; the file is
-  replaced atomically;
-- the claims report (--claims-report) and the session record (--record);
-- on a full `--snapshot-update`, the reference identity (`snapshots/environment.json`), and
-  the numbers snapshots no claim reads any more are deleted (a full normal run fails naming
-  them; an update in which a claim failed deletes nothing); an update that leaves the
-  identity missing or damaged says so, since a normal run refuses to start without it;
-
-and says in the terminal summary what it wrote, what it trained or reused, where this run
-computed and what drifted, and whether the sweep's evidence is stale.
+It holds
+- **the workshop** (`ClaimSession.workshop`, its `Declaration`) and its log (`ClaimSession.log`);
+- **the settings** (`claimlog.plugin.options.Settings`), read once at configure;
+- **the platform** this process computes on, found once per process (torch's facts and the
+  bits of the workshop's kernels, kept in pytest's cache: a warm session imports no torch to
+  know it), and where it stands with the evidence (`Standing`: the reference, a platform a
+  fragment holds, or new). Without a readable reference identity no run could stand as the
+  reference, so a missing or damaged `snapshots/environment.json` stops the session before
+  any claim runs (but an update, which writes it);
+- **the evidence**: the sweep's committed table, and its fresh part (only the evidence of
+  claims whose key is still this checkout's is read: `claimlog.evidence.fragments`);
+- **the update**, as one transaction (`claimlog.transaction.Update`): begun at configure,
+  committed or rolled back at the session's end; and what a killed one left, put back;
+- **what every process did**: the results it computed, reused or found damaged (`Event`s),
+  the kernels an update's computations called (`claimlog.kernels.record`), the computations
+  refused as not deterministic; an xdist worker ships its own to the controller
+  (`ClaimSession.worker_output`);
+and, beside it on the controller's config, the controller (claimlog/plugin/controller.py),
+which writes the session's files and summary.
 """
 
 from __future__ import annotations
 
-import atexit
-import json
-import os
-import sys
-from collections import Counter
-from collections.abc import Sequence
-from dataclasses import replace
+import uuid
+from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from claimlog.declaration import declared
-from claimlog.evidence.fragments import seed_variant_name
-from claimlog.evidence.record import ClaimResult, Record
-from claimlog.evidence.tables import Table
-from claimlog.evidence.verdicts import HELD, NEW, REFERENCE, Moved, moved_in_the_recipe
-from claimlog.kernels import fingerprint
-from claimlog.log.lines import (
-    PublishedLogError,
-    claimed_keys,
-    fixed_lines,
-    layout,
-    line_number,
-    read_published,
+from claimlog.declaration import Declaration, Training
+from claimlog.evidence.fragility import EMPTY, Fragility
+from claimlog.evidence.fragility import load as load_fragility
+from claimlog.evidence.fragments import FragmentStore, claim_keys, seed_variant_name
+from claimlog.evidence.verdicts import HELD, NEW, REFERENCE, Standing
+from claimlog.kernels import (
+    NotDeterministic,
+    differing,
+    family,
+    fingerprint,
+    kept_kernel_bits,
+    kernel_bits,
+    record,
+    reference_kernels,
 )
-from claimlog.log.readings import Reading
-from claimlog.platform import KERNELS, Platform, kernel_bits, reference_kernels
+from claimlog.log.lines import Log
+from claimlog.machine import TORCH_FACTS_FOLDER, import_torch, kept_torch_facts, torch_facts
+from claimlog.places import Places
+from claimlog.platform import Platform, UnreadableReference, read_reference
 from claimlog.plugin.options import (
-    EVENTS,
-    RECORDED_KERNELS,
-    RECOVERED,
-    REFUSED,
-    SETTINGS,
-    UNCITED,
-    UPDATE,
     UPDATE_COMMAND,
     Settings,
-    apart,
-    committed_fragility,
-    end_update,
-    fragility,
-    holds_snapshots,
-    is_citation,
     is_controller,
     narrowed,
-    owned_keys,
-    platform_store,
-    process_platform,
-    recorded_kernels,
-    reference_identity,
-    sentence_of,
-    settings,
-    stale_claims,
-    standing,
+    places_of,
+    read_settings,
+    refuse_unwritable,
+    seeds_given,
 )
-from claimlog.plugin.outcomes import NOT_VERIFIED, ClaimOutcome, LogAssembly, assemble_log
-from claimlog.plugin.reports import render_claims_report
-from claimlog.runner import differing_figures, differing_lines, extra_figures
-from claimlog.store import COMPUTED, DAMAGED, REUSED, Event, atomic_write, relative
-from claimlog.text import outputs
-from claimlog.text import rewrites as text_rewrites
-from claimlog.text.citations import Coverage, coverage
+from claimlog.store import Event, Store, TrainedRuns
 from claimlog.text.documents import text_files
+from claimlog.transaction import Busy, Update
 
+if TYPE_CHECKING:
+    from claimlog.text.citations import Uncited
 
-def is_complete_log(path: Path) -> bool:
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError):
-        return False
-    return NOT_VERIFIED not in text and len(text.splitlines()) == len(layout())
+RUNS_CACHE = "runs"  # a workshop's trained runs, in pytest's cache: "<name>-runs"
+CLAIM_KEYS_CACHE = "claim-keys"  # each claim's evidence key, in pytest's cache
 
-
-def write_log(path: Path, log: LogAssembly, n_claims: int, rootdir: Path) -> str:
-    """Write the log unless a partial run would replace a complete one; say what happened."""
-    shown = relative(path, rootdir)
-    if log.missing and is_complete_log(path):
-        return (
-            f"kept {shown}: this run filled {log.verified} of "
-            f"{log.verified + log.failed + log.missing} claim lines, and a partial log "
-            "never replaces a complete one (run `pytest claims/` to rewrite it)"
-        )
-    atomic_write(path, log.text)
-    state = (
-        "complete"
-        if log.complete
-        else f"incomplete: {log.failed} lines failed, {log.missing} not run"
-    )
-    return f"wrote {shown}: {log.verified} verified lines from {n_claims} passing claims ({state})"
-
-
-# -- what a normal run computed, against the record ------------------------------------------
-def clear_obtained(s: Settings, drawn: Sequence[str]) -> None:
-    """The obtained folder holds what this run computed and nothing an earlier run left: its
-    log is written anew (a narrowed run's is partial), and a figure this run did not draw is
-    removed. Only a session that ran claims touches it (`pytest tests/` leaves it alone)."""
-    places = s.places
-    if s.results_log == places.obtained_results_log:
-        s.results_log.unlink(missing_ok=True)
-    if s.diagrams == places.obtained_diagrams and s.diagrams.is_dir():
-        for png in s.diagrams.glob("*.png"):
-            if png.name not in drawn:
-                png.unlink(missing_ok=True)
-
-
-def against_the_record(s: Settings, drawn: Sequence[str], root: Path) -> list[str]:
-    """How the log and figures a normal run wrote compare with the committed ones, for
-    people: identical, or the lines and figures that differ and where to look."""
-    places = s.places
-    log, committed_log = relative(s.results_log, root), relative(places.results_log, root)
-    figures, committed_figures = relative(s.diagrams, root), relative(places.diagrams, root)
-    out = [
-        f"{log} and {figures}/ hold what this run computed; the record ({committed_log}, "
-        f"{committed_figures}/, snapshots/) changes only under a completed `{UPDATE_COMMAND}`"
-    ]
-    try:
-        here, there = s.results_log.read_text(), places.results_log.read_text()
-    except OSError:
-        here, there = "", None
-    if there is None:
-        out.append(f"{committed_log} is not committed: nothing to compare {log} with")
-    elif here == there:
-        out.append(f"{log} is byte-identical to {committed_log}")
-    else:
-        # A narrowed run leaves the lines no claim of it ran as markers: not a difference.
-        ours = here.splitlines()
-        lines = [
-            n
-            for n in differing_lines(here, there)
-            if n > len(ours) or not ours[n - 1].endswith("-- no claim ran]")
-        ]
-        left_out = sum(1 for line in ours if line.endswith("-- no claim ran]"))
-        unrun = (
-            f"; the {left_out} lines no claim of this run wrote are left out" if left_out else ""
-        )
-        if not lines:
-            out.append(f"{log} says what {committed_log} says on every line it verified{unrun}")
-        else:
-            shown = ", ".join(map(str, lines[:12])) + (", ..." if len(lines) > 12 else "")
-            out.append(
-                f"{log} differs from {committed_log} at {len(lines)} "
-                f"line{'s' if len(lines) > 1 else ''}: {shown} (diff {committed_log} {log})" + unrun
-            )
-    if not drawn:
-        return out
-    # As `python -m claimlog.runner` compares them, narrowed to the figures this run drew.
-    moved = {*differing_figures(s.diagrams, places), *extra_figures(s.diagrams, places)}
-    differ = sorted(moved & set(drawn))
-    if not differ:
-        n = len(set(drawn))
-        out.append(
-            f"{n} figure{'s' if n > 1 else ''} drawn, each byte-identical to {committed_figures}/"
-        )
-    else:
-        out.append(
-            f"{len(differ)} of {len(set(drawn))} figures differ from {committed_figures}/ "
-            f"(this run's are in {figures}/): " + ", ".join(differ)
-        )
-    return out
-
-
-# -- the controller -------------------------------------------------------------------------
-PLATFORM_OUTPUT = "claimlog_platform"  # the platform an xdist worker computed on
-EVENTS_OUTPUT = "claimlog_events"  # what it computed, reused or found damaged (EVENTS)
+# What an xdist worker ships to the controller in its `workeroutput` (built-in types only).
+PLATFORM_OUTPUT = "claimlog_platform"  # the platform it computed on
+EVENTS_OUTPUT = "claimlog_events"  # what it computed, reused or found damaged
 STANDING_OUTPUT = "claimlog_standing"  # where that platform stands with the evidence
 KERNELS_OUTPUT = "claimlog_kernels"  # under an update: the kernels its computations called
 REFUSED_OUTPUT = "claimlog_refused"  # its computations refused as not deterministic
 
 
-class Controller:
-    """Collects every claim's outcome and writes the session's files (controller only)."""
+class ClaimSession:
+    """One pytest session of a workshop's claims: its declaration, settings and findings."""
 
-    def __init__(self, config: pytest.Config, s: Settings) -> None:
+    def __init__(self, config: pytest.Config, workshop: Declaration) -> None:
         self.config = config
-        self.settings = s
-        self.claims: dict[str, ClaimOutcome] = {}
-        self.platform: Platform | None = None
-        self.standing: dict[str, str] = {}
-        self.summary: list[str] = []
-        self.log: LogAssembly | None = None
-        self.unused_numbers: list[str] = []
-        self.obtained: list[str] = []  # how this run's log and figures compare with the record
-        self.text: list[str] = []  # with --workshop: what this session did to the text
-        self.rewritten: list[str] = []  # under an update: its rewrites and the quotes left
-        self._recipe: list[Moved] | None = None  # the recipe's own readings that moved
+        self.workshop = workshop
+        self._settings: Settings | None = None
+        self.events: list[Event] = []  # what this process (and its workers) kept or reused
+        self.recorded: dict[str, tuple[str, ...]] = {}  # kernels called, by computation
+        self.refused: list[str] = []  # computations refused as not deterministic
+        # With --workshop: the numbers of the text that cite no line, by document.
+        self.uncited: dict[str, list[Uncited]] = {}
+        self.transaction: Update | None = None  # the update's, on the controller
+        self.recovered = ""  # what this session found of a killed update and put back
+        self._facts: dict[str, str] | None = None
+        self._kernel_bits: dict[str, str] | None = None
+        self._platform: Platform | None = None
+        self._standing: Standing | None = None
+        self._fragility: Fragility | None = None
+        self._fresh: Fragility | None = None
 
-    # -- collecting --------------------------------------------------------------------------
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Called on the controller for xdist workers' reports too."""
-        self.claims.setdefault(report.nodeid, ClaimOutcome()).add(report)
-        if report.failed and self.settings.update:
-            # The failing claim never used its snapshot; syrupy would delete it as unused.
-            self.config.option.no_cleanup = True
-
-    def pytest_deselected(self, items: list[pytest.Item]) -> None:
-        """Deselected claims are "not run" in the claims report and the record."""
-        for item in items:
-            if not is_citation(item):
-                self.claims.setdefault(
-                    item.nodeid, ClaimOutcome(owns=owned_keys(item), sentence=sentence_of(item))
-                )
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: object) -> None:
-        """An xdist worker finished: add the runs it trained and the platform it used."""
-        output = getattr(node, "workeroutput", {})
-        self.config.stash[EVENTS].extend(Event(*e) for e in output.get(EVENTS_OUTPUT, []))
-        recorded = self.config.stash.setdefault(RECORDED_KERNELS, {})
-        for name, kernels in output.get(KERNELS_OUTPUT, {}).items():
-            recorded.setdefault(name, tuple(kernels))
-        self.config.stash.setdefault(REFUSED, []).extend(output.get(REFUSED_OUTPUT, []))
-        if self.platform is None and output.get(PLATFORM_OUTPUT):
-            self.platform = Platform.from_json(output[PLATFORM_OUTPUT])
-        self.standing = self.standing or dict(output.get(STANDING_OUTPUT, {}))
-
-    def _all_events(self) -> list[Event]:
-        """What every process of this session did with the results it keeps."""
-        return self.config.stash[EVENTS]
-
-    def _events(self, what: str, kind: str) -> list[Event]:
-        """Every `what` ("computed", "reused", "damaged") of a `kind` this session, in any
-        process."""
-        return [e for e in self._all_events() if e.what == what and e.kind == kind]
-
-    def _names(self, what: str, kind: str) -> list[str]:
-        """Their names, each once (every xdist worker loads what it needs)."""
-        return list(dict.fromkeys(e.name for e in self._events(what, kind)))
+    # -- the workshop and the options ------------------------------------------------------
+    @cached_property
+    def log(self) -> Log:
+        """The workshop's log, line by line (built once a session)."""
+        return self.workshop.log()
 
     @property
-    def trained(self) -> list[str]:
-        """The runs trained this session, by this process and every xdist worker."""
-        return [e.name for e in self._events(COMPUTED, "run")]
+    def settings(self) -> Settings:
+        if self._settings is None:
+            raise RuntimeError("claimlog's settings are read at pytest_configure, not before")
+        return self._settings
 
     @property
-    def claim_outcomes(self) -> dict[str, ClaimOutcome]:
-        return {k: v for k, v in self.claims.items() if not v.citation}
+    def configured(self) -> bool:
+        return self._settings is not None
 
-    def assemble(self) -> LogAssembly:
-        """The log as this session has verified it so far."""
-        return assemble_log(self.claim_outcomes)
+    def configure(self) -> None:
+        """Read the options, put back what a killed update left, refuse what cannot work
+        before any claim runs, and begin the update's transaction."""
+        config = self.config
+        places = places_of(config)
+        controller = is_controller(config) and not config.option.help
+        if controller:  # before anything reads the record: a killed update is undone first
+            self._recover(places)
+        s = read_settings(config, self.workshop, self._evidence_keys(places))
+        self._settings = s
+        if is_controller(config):
+            refuse_unwritable(s)
+        if controller:  # `pytest --help` configures too, and must still answer
+            _refuse_unknown_reference(s)
+            if s.update:
+                self._begin_update(s)
 
-    # -- writing -----------------------------------------------------------------------------
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        s, root = self.settings, self.config.rootpath
-        claims = self.claim_outcomes
-        if self.platform is None and any(c.ran for c in claims.values()):
-            self.platform = process_platform(self.config)
-            if not s.update:
-                self.standing = _standing_of(self.config)
-        if any(c.owns and c.ran for c in claims.values()):
-            self.log = self.assemble()
-            n_claims = sum(1 for c in claims.values() if c.passed and c.lines)
-            obtained = not s.update and seed_variant_name(s.seeds) is None
-            if obtained:
-                clear_obtained(s, self._drawn())
-            self.summary.append(write_log(s.results_log, self.log, n_claims, root))
-            if obtained:
-                self.obtained = against_the_record(s, self._drawn(), root)
-            seeds = seed_variant_name(s.seeds)
-            if seeds is not None:
-                self.summary.append(
-                    f"{seeds} is another experiment than the workshop's: its log and figures "
-                    f"are in {relative(s.results_log.parent, root)} and "
-                    f"{relative(s.diagrams, root)}, never in captures/ or diagrams/"
-                )
-        full = (
-            not narrowed(self.config)
-            and any(c.ran for c in claims.values())
-            and not any(c.failed for c in self.claims.values())
-            and session.exitstatus != pytest.ExitCode.INTERRUPTED
-        )
-        if full:
-            self._tidy_numbers(session)
-        if full and s.update and self.log is not None and self.log.complete and self.platform:
-            self._record_reference(self.platform)
-        elif s.update and reference_identity(s) is None and holds_snapshots(s.places):
-            # The next run without --snapshot-update stops on it: say so now, and why.
-            self.summary.append(
-                f"{relative(s.places.environment, root)} was not written: only a full update "
-                f"in which every claim passes records the reference ({UPDATE_COMMAND})"
-            )
-        if s.workshop_text is not None:
-            self.text = self._follow_the_numbers(session)
-        if s.claims_report:
-            invocation = self.config.invocation_params.args
-            stale = stale_claims(self.config)
-            text = render_claims_report(
-                claims,
-                self.log,
-                s,
-                root,
-                self.platform,
-                invocation,
-                fragility(self.config),
-                stale,
-                self.coverage(),
-                self.moved,
-                self.rewritten,
-                self.config.stash.get(UNCITED, {}),
-            )
-            atomic_write(s.claims_report, text)
-            self.summary.append(f"wrote the claims report {relative(s.claims_report, root)}")
-        if s.record:
-            self._record(session).save(s.record)
+    @cached_property
+    def session_id(self) -> str:
+        """This session's name, shared by its xdist workers: what a `Memo` writes into the
+        entries it keeps, so that --recompute computes each result once per session."""
+        worker = getattr(self.config, "workerinput", None)
+        return str(worker["testrunuid"]) if worker else uuid.uuid4().hex
 
-    def _follow_the_numbers(self, session: pytest.Session) -> list[str]:
-        """Under an update, rewrite the quotes of the text whose numbers moved, before the
-        update commits (`claimlog.text.rewrites`); say what was rewritten, what was left and
-        which numbers cite no line."""
-        rewrites = [r for c in self.claims.values() for r in c.rewrites]
-        left = [one for c in self.claims.values() for one in c.left]
-        written = False
-        interrupted = session.exitstatus in (
-            pytest.ExitCode.INTERRUPTED,
-            pytest.ExitCode.INTERNAL_ERROR,
-        )
-        if self.settings.update and rewrites and not interrupted:
-            text_rewrites.rewrite_documents(rewrites, self.config.rootpath)
-            written = True
-        self.rewritten = text_rewrites.describe_rewrites(rewrites, left, written)
-        if self.settings.update and not interrupted:
-            self.rewritten += self._refresh_outputs(session)
-        uncited = self.config.stash.get(UNCITED, None) or {}
-        return self.rewritten + text_rewrites.describe_uncited(uncited)
+    def recipe(self) -> Any:
+        """The workshop's recipe under this session's seeds (`Declaration.recipe`)."""
+        if self.workshop.recipe is None:
+            raise pytest.UsageError("the workshop declares no recipe (Declaration.recipe)")
+        return self.workshop.recipe(self.settings.seeds)
 
-    def _refresh_outputs(self, session: pytest.Session) -> list[str]:
-        """Under an update, once the record is written and the quotes rewritten: execute each
-        notebook of the text and give the cells that now show otherwise their fresh outputs,
-        inside the update's transaction (`claimlog.text.outputs`). A notebook that does not run
-        is left as it was, named with its error, and fails the session."""
-        workshop = self.settings.workshop_text
-        assert workshop is not None
-        notebooks = [p for p in text_files(workshop) if p.suffix == ".ipynb"]
-        done = outputs.refresh_notebooks(notebooks, self.config.rootpath, write=True)
-        if done.not_executed:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        return done.describe(done=True)
+    def training(self) -> Training:
+        if self.workshop.training is None:
+            raise pytest.UsageError("the workshop declares no training (Declaration.training)")
+        return self.workshop.training()
 
-    def _record_reference(self, computed_on: Platform) -> None:
-        """A full update re-records every number: the reference is now the identity of the
-        platform that computed them, its fingerprint made of the kernels this session's
-        computations called, replayed here (`claimlog.kernels`). On any machine of the same
-        platform the file keeps its bytes; another identity (another torch, say) is said,
-        with both."""
-        s = self.settings
-        before = reference_identity(s)
-        store = platform_store(self.config)
-        bits = kernel_bits(recorded_kernels(self.config), s.torch_threads, store)
-        computed_on = replace(computed_on, fingerprint=fingerprint(bits))
-        now = Platform.from_json(computed_on.identity())
-        kept = reference_kernels(s.places.environment)
-        if before is not None and before.identity() == now.identity() and kept == bits:
-            self.summary.append(f"the reference identity is unchanged ({now.id})")
-            return
-        identity = {**now.identity(), **({KERNELS: bits} if bits else {})}
-        environment = json.dumps(identity, indent=2, sort_keys=True) + "\n"
-        atomic_write(s.places.environment, environment)
-        if before is None:
-            self.summary.append(f"recorded the reference: {now.describe()}")
-        else:
-            self.summary.append(
-                "the reference changed: the snapshots now hold the numbers of "
-                f"{now.describe()} ({now.id}), not of {before.describe()} ({before.id}); "
-                f"the evidence of the old reference is stale: {declared().sweep_command}"
-            )
+    # -- pytest's cache ---------------------------------------------------------------------
+    def cache_folder(self, what: str) -> str:
+        """The name of the workshop's folder of `what` in pytest's cache: "bnvg-runs"."""
+        return f"{self.workshop.name}-{what}"
 
-    def _tidy_numbers(self, session: pytest.Session) -> None:
-        places = self.settings.places
-        used = {f for c in self.claims.values() for f in c.numbers_files}
-        stored = {relative(p, places.root) for p in places.numbers.rglob("*.csv")}
-        self.unused_numbers = sorted(stored - used)
-        if not self.unused_numbers:
-            return
-        n = len(self.unused_numbers)
-        files = f"{n} numbers snapshot{'s' if n > 1 else ''}"
-        if self.settings.update:
-            for name in self.unused_numbers:
-                (places.root / name).unlink()
-            self.summary.append(
-                f"deleted {files} that no claim reads: " + ", ".join(self.unused_numbers)
-            )
-        else:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-            self.summary.append(
-                f"no claim reads {files} any more: "
-                + ", ".join(self.unused_numbers)
-                + f". Delete them with `{UPDATE_COMMAND}`"
-            )
+    def kept(self, what: str) -> Store | None:
+        """The workshop's store of `what` in pytest's cache (`cache_folder`), made by pytest's
+        cache plugin; None under `-p no:cacheprovider`."""
+        cache = getattr(self.config, "cache", None)
+        return Store(cache.mkdir(self.cache_folder(what))) if cache is not None else None
 
-    def _record(self, session: pytest.Session) -> Record:
-        claims = self.claim_outcomes
-        readings: dict[str, Reading] = {}
-        tables: dict[str, Table] = {}
-        for c in claims.values():
-            readings.update(c.readings)
-            tables.update(c.tables)
-        s = self.settings
-        return Record(
-            exitstatus=int(session.exitstatus),
-            claims={nodeid: _result(c) for nodeid, c in claims.items()},
-            citations={nodeid: _result(c) for nodeid, c in self.claims.items() if c.citation},
-            readings=readings,
-            tables=tables,
-            events=tuple(self._all_events()),
-            platform=self.platform.to_json() if self.platform else {},
-            standing=self.standing,
-            options={
-                "torch threads": s.torch_threads,
-                **{f"{axis} seed": seed for axis, seed in s.seeds.items()},
-                "update": s.update,
-                "strict": s.strict,
-                "native kernels": s.native_kernels,
-                "kernels chosen by": dict(s.kernels),
-            },
-            log={
-                "path": str(s.results_log),
-                "summary": self.summary[0] if self.summary else "",
-                "complete": bool(self.log and self.log.complete),
-            },
-        )
-
-    def _drawn(self) -> list[str]:
-        """The figures this session drew, or copied from pytest's cache, into its folder (in
-        any process): a claim that failed before drawing drew nothing."""
-        return [*self._names(COMPUTED, "figure"), *self._names(REUSED, "figure")]
-
-    # -- saying what happened ----------------------------------------------------------------
-    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        write = terminalreporter.write_line
-        recovered = self.config.stash.get(RECOVERED, None)
-        if recovered:  # said in the header too, which -q leaves out
-            terminalreporter.write_sep("-", "before this session began")
-            write(recovered)
-        if self.summary:
-            terminalreporter.write_sep("-", "results.log")
-            for line in self.summary:
-                write(line)
-        if self.obtained:
-            terminalreporter.write_sep("-", "what this run computed, against the record")
-            for line in self.obtained:
-                write(line)
-        trained = self.trained
-        if trained:
-            write(f"trained {len(trained)} networks this session: " + "; ".join(trained))
-        for kind, again in (("run", "trained"), ("result", "computed"), ("figure", "drawn")):
-            for e in self._events(DAMAGED, kind):
-                write(f"the cached {kind} {e.name!r} was damaged ({e.detail}): {again} again")
-        reused: dict[str, list[str]] = {}
-        for e in self._events(REUSED, "run"):  # each xdist worker loads what it needs
-            where = Platform.from_json(e.detail["platform"]).describe()
-            names = reused.setdefault(f"trained {e.detail['trained at']} with {where}", [])
-            if e.name not in names:
-                names.append(e.name)
-        for when, names in reused.items():
-            networks = "network" if len(names) == 1 else "networks"
-            write(
-                f"reused {len(names)} {networks} from pytest's cache ({when}): "
-                + "; ".join(names)
-                + ". --recompute trains them again"
-            )
-        results = self._names(REUSED, "result")
-        if results:
-            # "init gradient ratio (depth=8, norm=none, act=sigmoid)" and its kind: said once.
-            kinds = Counter(name.split(" (")[0] for name in results)
-            said = "; ".join(kind if n == 1 else f"{n} x {kind}" for kind, n in kinds.items())
-            write(
-                f"reused {len(results)} results computed earlier by the same code on this "
-                f"platform, from pytest's cache: {said}. --recompute computes them again"
-            )
-        figures = self._names(REUSED, "figure")
-        if figures:
-            write(
-                f"reused {len(figures)} figures drawn earlier from the same numbers by the same "
-                "code (copied from pytest's cache; --recompute draws them again)"
-            )
-        self._say_moved(terminalreporter)
-        if self.text:
-            terminalreporter.write_sep("-", "the workshop's text")
-            for line in self.text:
-                write(line)
-        self._say_coverage(terminalreporter)
-        self._say_titles(terminalreporter)
-        self._say_platform(terminalreporter)
-        notes = list(dict.fromkeys(n for c in self.claims.values() for n in c.notes))
-        if notes:
-            terminalreporter.write_sep("-", "how the cited lessons hold over other seeds")
-            for line in notes:
-                write(line)
-            write("Other seeds are another experiment: these say how general a lesson is, not")
-            write("what the cited line prints (snapshots/evidence/robustness.md has every claim).")
-
-    def _say_titles(self, terminalreporter: pytest.TerminalReporter) -> None:
-        """A figure's title that holds only in part: which part, and how often it holds."""
-        partial = [t for c in self.claim_outcomes.values() for t in c.titles if t["sometimes"]]
-        if not partial:
-            return
-        terminalreporter.write_sep("-", "figures whose titles hold only in part")
-        for t in partial:
-            terminalreporter.write_line(f"{t['figure']}: {t['title']!r}")
-            for part in t["holds"]:
-                terminalreporter.write_line(f"  holds: {part}")
-            for part, how in t["sometimes"].items():
-                terminalreporter.write_line(f"  only sometimes: {part} ({how})")
-
-    def coverage(self) -> Coverage | None:
-        """With --workshop: the lines the text cites, those it never cites, and cited lines
-        no passing claim verified (None without citations, or without a log)."""
-        citations = [c for c in self.claims.values() if c.citation and c.ran]
-        if not citations or self.log is None:
+    def kept_early(self, what: str) -> Store | None:
+        """`kept`, before the cache plugin is configured: only where pytest has made its
+        cache folder already (with its .gitignore)."""
+        folder = _pytest_cache(self.config)
+        if folder is None or not folder.parent.is_dir():
             return None
-        claim_lines = [line_number(key) for key in claimed_keys()]
-        cited = [n for c in citations for n in c.cited]
-        return coverage(cited, self.log.lines, claim_lines)
+        return Store(folder / self.cache_folder(what))
 
-    def _say_coverage(self, terminalreporter: pytest.TerminalReporter) -> None:
-        found = self.coverage()
-        if found is None:
-            return
-        terminalreporter.write_sep("-", "what the text cites")
-        for line in found.describe():
-            terminalreporter.write_line(line)
+    def platform_store(self) -> Store | None:
+        """Where pytest's cache keeps what this machine's platform is (torch's facts, the
+        bits of the workshop's kernels): None under `-p no:cacheprovider`."""
+        cache = getattr(self.config, "cache", None)
+        return Store(cache.mkdir(TORCH_FACTS_FOLDER)) if cache is not None else None
+
+    def _evidence_keys(self, places: Places) -> dict[str, str]:
+        """Each claim's evidence key, found in pytest's cache where an earlier session (or
+        process of this one) kept them: slicing the code costs half a second a process."""
+        try:
+            return claim_keys(places, self.workshop, kept=self.kept_early(CLAIM_KEYS_CACHE))
+        except OSError:  # a cache this process cannot write: slice, as without one
+            return claim_keys(places, self.workshop)
+
+    def keep_evidence_keys(self) -> None:
+        """Keep the claims' keys for the next session, now that pytest's cache plugin has
+        made its folder (the first session of a checkout sliced them before it existed)."""
+        try:
+            store = self.kept(CLAIM_KEYS_CACHE)
+            if store is not None:
+                claim_keys(self.settings.places, self.workshop, kept=store)
+        except OSError:
+            pass  # an unwritable cache: the next session slices again
+
+    def every_run_kept(self) -> bool:
+        """Whether pytest's cache holds every run the workshop trains for this code, recipe
+        and platform, as far as can be told without importing torch (the session itself
+        checks each whole entry); asked before the options are read into settings. A
+        workshop that trains nothing: no."""
+        config, workshop = self.config, self.workshop
+        if workshop.training is None or workshop.recipe is None:
+            return False
+        if config.getoption("claimlog_recompute") or config.getoption("claimlog_strict_numbers"):
+            return False
+        cache = _pytest_cache(config)
+        if cache is None:
+            return False
+        kept = Store(cache / TORCH_FACTS_FOLDER)
+        facts = kept_torch_facts(kept)
+        if facts is None:
+            return False  # no session on this platform asked torch yet: none trained here
+        threads = config.getoption("claimlog_torch_threads")
+        kernels = reference_kernels(Places(config.rootpath).environment)
+        bits = kept_kernel_bits(kernels, threads, kept)
+        if bits is None:
+            return False  # nor the workshop's kernels: nothing was trained here yet
+        where = Platform.here(threads, facts, fingerprint(bits)).cache_fields()
+        training = workshop.training()
+        runs = TrainedRuns(
+            training,
+            workshop.recipe(seeds_given(config, workshop)),
+            where=lambda: where,
+            store=self.kept_early(RUNS_CACHE),
+        )
+        return runs.kept_names() == set(training.names())
+
+    # -- the platform, and where it stands --------------------------------------------------
+    def facts(self) -> dict[str, str]:
+        """torch's facts of this process's platform, found once per process."""
+        if self._facts is None:
+            self._facts = torch_facts(self.platform_store())
+        return self._facts
+
+    def kernel_bits(self) -> dict[str, str]:
+        """What the workshop's kernels, as the reference identity names them, give in this
+        process (`claimlog.kernels.kernel_bits`): found once per process, kept in pytest's
+        cache across sessions; empty where the record names no kernels."""
+        if self._kernel_bits is None:
+            s = self.settings
+            kernels = reference_kernels(s.places.environment)
+            self._kernel_bits = kernel_bits(kernels, s.torch_threads, self.platform_store())
+        return self._kernel_bits
 
     @property
-    def moved(self) -> list[Moved]:
-        """Every reading that prints otherwise than its snapshot, in log order; and every
-        reading of a line the recipe fills (a section's steps) that prints otherwise than
-        the record's log (`moved_in_the_recipe`)."""
-        found = {m.reading.name: m for c in self.claim_outcomes.values() for m in c.moved.values()}
-        for m in self._recipe_moved():
-            found.setdefault(m.reading.name, m)
-        return sorted(found.values(), key=lambda m: (m.line, m.reading.name))
+    def platform(self) -> Platform:
+        """The platform this process computes on, its fingerprint included."""
+        if self._platform is None:
+            bits = fingerprint(self.kernel_bits())
+            self._platform = Platform.here(self.settings.torch_threads, self.facts(), bits)
+        return self._platform
 
-    def _recipe_moved(self) -> list[Moved]:
-        if self._recipe is None:
-            self._recipe = []
-            transaction = self.config.stash.get(UPDATE, None)
-            places = self.settings.places
-            record = places.results_log
-            if transaction is not None:  # the record as it was before this update began
-                record = transaction.before / record.relative_to(places.root)
-            if self.claim_outcomes and record.is_file():
-                try:
-                    recorded = read_published(record)
-                except PublishedLogError:
-                    return []  # another layout: its lines are not these lines
-                table = fragility(self.config)
-                self._recipe = moved_in_the_recipe(recorded, fixed_lines(), table)
-        return self._recipe
+    def reference(self) -> Platform | None:
+        """The reference, as `snapshots/environment.json` records its identity (None if it
+        cannot be read: only a session that updates the snapshots runs without it)."""
+        try:
+            return read_reference(self.settings.places.environment)
+        except UnreadableReference:
+            return None
 
-    def _say_moved(self, terminalreporter: pytest.TerminalReporter) -> None:
-        """What a reader of the log will see change: every reading printed otherwise than
-        its snapshot, by log line, old -> new (an update records them; a run fails or
-        drifts on them, as its platform says)."""
-        moved = self.moved
-        if not moved:
-            return
-        n = len(moved)
-        terminalreporter.write_sep("-", f"{n} quoted number{'s' if n > 1 else ''} moved")
-        terminalreporter.write_line(
-            (
-                "recorded in the snapshots now: the text's quotes of them are rewritten below"
-                if self.settings.workshop_text is not None
-                else "recorded in the snapshots now: the text must quote the new values "
-                "(--workshop DIR rewrites its quotes)"
+    @property
+    def standing(self) -> Standing:
+        """This process's standing (found once per process)."""
+        if self._standing is None:
+            self._standing = find(self.platform, self.settings, self.reference())
+        return self._standing
+
+    def standing_json(self) -> dict[str, str]:
+        found = self.standing
+        return {"kind": found.kind, "platform": found.platform, "reference": found.reference}
+
+    def apart(self) -> str:
+        """What sets this platform apart from the reference, for people: the names that
+        differ ("torch 2.14.1+cpu, not 2.13.0+cpu"), then the workshop's kernels whose bits
+        differ ("2 of its 74 kernels give other bits here than on the reference:
+        aten.addmm.default on float32 [300, 32], float32 [32, 32], ...")."""
+        reference = self.reference()
+        if reference is None:
+            return "no reference is recorded"
+        ours, theirs = self.platform.identity(), reference.identity()
+        said = [
+            f"{name} {ours.get(name, 'not named')}, not {theirs.get(name, 'not named')}"
+            for name in dict.fromkeys([*theirs, *ours])
+            if name != "fingerprint" and ours.get(name) != theirs.get(name)
+        ]
+        kernels = reference_kernels(self.settings.places.environment)
+        bits = self.kernel_bits()
+        moved = differing(bits, kernels)
+        if moved:
+            shown = "; ".join(moved[:2]) + (
+                f"; and {len(moved) - 2} more" if len(moved) > 2 else ""
             )
-            if self.settings.update
-            else "computed here, not as the snapshots print them (judged above as failures "
-            "or drift, by where this run computed):"
-        )
-        for m in moved:
-            terminalreporter.write_line(f"  {m.describe()}")
+            give = "gives" if len(moved) == 1 else "give"
+            named = sorted({family(k) or "" for k in kernels if bits.get(k) != kernels[k]} - {""})
+            what = f" ({' and '.join(named)} among them)" if named else ""
+            said.append(
+                f"{len(moved)} of its {len(kernels)} kernels {give} other bits here than on "
+                f"the reference{what}: {shown}"
+            )
+        return ", ".join(said) or "the same names and bits as the reference"
 
-    def _say_platform(self, terminalreporter: pytest.TerminalReporter) -> None:
-        """Where this run computed, what it was compared with, and what drifted."""
-        write = terminalreporter.write_line
-        self._say_stale_evidence(terminalreporter)
-        kind = self.standing.get("kind")
-        quoted = any(c.owns and c.ran for c in self.claim_outcomes.values())
-        if self.platform is None or kind is None or not quoted:
-            return  # no claim computed, or an update: compared with nothing
-        drift = list(dict.fromkeys(d for c in self.claims.values() for d in c.drift))
-        recorded = reference_identity(self.settings)
-        if kind == REFERENCE:
-            terminalreporter.write_sep("-", "the reference platform")
-            write(f"this run computed on the reference: {self.platform.describe()}")
-            write(f"every number was compared with the snapshots, bit for bit ({self.platform.id})")
+    # -- the evidence -------------------------------------------------------------------------
+    def committed_fragility(self) -> Fragility:
+        """The sweep's committed table as it is, of whichever experiment it measured."""
+        if self._fragility is None:
+            path = self.settings.places.fragility_json
+            workshop = self.workshop
+            self._fragility = load_fragility(path, workshop.sweep_command, workshop.seeds)
+        return self._fragility
+
+    def fragility(self) -> Fragility:
+        """The sweep's table, without the stale claims' readings: evidence of another
+        computation is no evidence for this one, and those readings are judged without it."""
+        if self._fresh is None:
+            self._fresh = self.committed_fragility().fresh(self.settings.keys)
+        return self._fresh
+
+    def stale_claims(self) -> list[str]:
+        """The claims whose evidence in the committed table is of another key than this
+        checkout's: their code, or what they compute, changed since the sweep."""
+        return self.committed_fragility().stale_claims(self.settings.keys)
+
+    def header_line(self) -> str:
+        """ "bnvg: the reference platform (...); the evidence is fresh; a full run (...)"."""
+        s, sweep = self.settings, self.workshop.sweep_command
+        here, kind = self.platform, self.standing.kind
+        if s.update:
+            where = f"an update on {here.describe()}: the snapshots will hold its numbers"
+        elif kind == REFERENCE:
+            where = (
+                f"the reference platform ({here.describe()}): every number compared with the "
+                "snapshots, bit for bit"
+            )
         elif kind == HELD:
-            s = self.settings
-            seeds = seed_variant_name(s.seeds)
-            terminalreporter.write_sep("-", "a platform the evidence holds")
-            write(f"this run: {self.platform.describe()} ({self.platform.id})")
-            write(
-                f"every number of its fragment{f' at {seeds}' if seeds else ''} was compared "
-                "with this run's, bit for bit; what the fragment lacks, as on a new platform"
+            where = (
+                f"a platform the evidence holds ({here.id}): every number compared with its "
+                "own fragment, bit for bit"
             )
         else:
-            terminalreporter.write_sep("-", "this platform is new to the evidence")
-            write(
-                "Every claim's statement was asserted on this run; the numbers that moved are "
-                "drift, not failure:"
+            where = (
+                f"a platform new to the evidence ({here.describe()}; {self.apart()}): the "
+                "claims' sentences decide, and a number that moved is drift while the "
+                "evidence says the code is the record's"
             )
-            for line in drift:
-                write(f"  {line}")
-            if not drift:
-                write("  none: every number is the reference's")
-            said = recorded.describe() if recorded else "(unknown: no environment.json)"
-            write(f"the reference:  {said}")
-            write(f"this run:       {self.platform.describe()}")
-            write(f"what sets it apart: {apart(self.config)}")
-            # Another torch release is added by its own command, which records only the
-            # reference kernels: its numbers then say what that release moves, nothing else.
-            other_torch = recorded is not None and recorded.torch != self.platform.torch
-            command = (
-                f"{declared().sweep_command} --release"
-                if other_torch
-                else f"{declared().sweep_command} --here"
+        seeds = seed_variant_name(s.seeds)
+        if seeds is not None:
+            where += f"; at {seeds}, another experiment than the workshop's"
+        stale = self.stale_claims()
+        if stale:
+            n = len(self.committed_fragility().stale_readings(s.keys))
+            evidence = (
+                f"the evidence of {len(stale)} claim{'s' if len(stale) != 1 else ''} ({n} "
+                f"readings) is stale: {sweep} computes only them"
             )
-            write(
-                "To add this platform to the evidence (so its numbers are then compared "
-                f"exactly): {command}"
-            )
-            write("--strict-numbers fails on any number that is not the reference's.")
-        if kind != NEW and drift:
-            write("numbers that drifted:")
-            for line in drift:
-                write(f"  {line}")
-
-    def _say_stale_evidence(self, terminalreporter: pytest.TerminalReporter) -> None:
-        """The claims whose evidence is of another key than this checkout's: what is not read,
-        and the one command that computes only that again."""
-        stale = stale_claims(self.config)
-        if not stale:
-            return
-        table = committed_fragility(self.config)
-        readings = table.stale_readings(self.settings.keys)
-        write = terminalreporter.write_line
-        terminalreporter.write_sep("-", "the evidence is stale")
-        n = len(stale)
-        write(
-            f"The evidence of {n} claim{'s' if n != 1 else ''} was computed from other code "
-            "than this checkout's (the claim, or what it computes, changed since the sweep); "
-            f"{'their' if n != 1 else 'its'} {len(readings)} readings are judged without it:"
+        elif self.committed_fragility() is EMPTY:
+            evidence = f"no evidence yet ({sweep})"
+        else:
+            evidence = "the evidence is fresh"
+        run = (
+            "a narrowed run (its log never replaces a complete one)"
+            if narrowed(self.config)
+            else "a full run"
         )
-        for claim in stale:
-            owned = sum(1 for r in readings if table.readings[r].claim == claim)
-            write(f"  {claim} ({owned} readings)")
-        write("Every other claim keeps its evidence, on every platform and seed.")
-        write(f"Compute only these again: {declared().sweep_command}")
+        return f"{self.workshop.name}: {where}; {evidence}; {run}"
+
+    # -- the kernels an update records --------------------------------------------------------
+    def records_kernels(self) -> bool:
+        """Whether this session may record the reference, and so its kernels: a full update
+        at the workshop's own seeds (a narrowed one, a sweep's job among them, never writes
+        the reference identity)."""
+        s = self.settings
+        return s.update and not narrowed(self.config) and seed_variant_name(s.seeds) is None
+
+    def note_kernels(self, name: str, compute: Callable[[], object]) -> None:
+        """Under an update that records the reference: the kernels of the computation `name`,
+        started twice (`claimlog.kernels.record`); a computation that gives other bits the
+        second time fails the claim in one line, before anything is recorded."""
+        __tracebackhide__ = True
+        if name in self.recorded or not self.records_kernels():
+            return
+        import_torch()
+        try:
+            found = record(name, compute)
+        except NotDeterministic as refused:
+            self.refused.append(str(refused))
+            pytest.fail(str(refused), pytrace=False)
+        self.recorded[name] = tuple(found)
+
+    def recorded_kernels(self) -> set[str]:
+        """Every kernel this process (and, on the controller, every worker) recorded."""
+        return {k for kernels in self.recorded.values() for k in kernels}
+
+    # -- the update's transaction -------------------------------------------------------------
+    def _recover(self, places: Places) -> None:
+        """Put back what an interrupted update left half written (said in the header)."""
+        transaction = _locked(places)
+        try:
+            self.recovered = transaction.recover() or ""
+        finally:
+            transaction.release()
+
+    def _begin_update(self, s: Settings) -> None:
+        """An update holds the lock for its whole session, and keeps the copy of the record
+        (and of the workshop's text it may rewrite) that undoes it if it never completes."""
+        transaction = _locked(s.places)
+        text = s.workshop_text
+        transaction.begin(text_files(text) if text is not None else ())
+        self.transaction = transaction
+
+    def end_update(self, completed: bool) -> str | None:
+        """Commit the session's update (`completed`) or roll it back; say what happened to
+        an update that did not complete. Nothing to do outside an update, or a second time."""
+        transaction, self.transaction = self.transaction, None
+        if transaction is None:
+            return None
+        try:
+            if completed:
+                transaction.commit()
+                return None
+            transaction.rollback()
+            return (
+                "the update did not complete: nothing of it was kept, the record (captures/, "
+                "diagrams/, snapshots/) is as committed"
+            )
+        finally:
+            transaction.release()
+
+    # -- what a worker ships to the controller ------------------------------------------------
+    def worker_output(self) -> dict[str, Any]:
+        """What an xdist worker tells the controller, which imports no torch: the platform it
+        computed on, what it kept or reused, and what an update recorded or refused."""
+        output: dict[str, Any] = {
+            PLATFORM_OUTPUT: self.platform.to_json(),
+            EVENTS_OUTPUT: [(e.what, e.kind, e.name, e.detail, e.seconds) for e in self.events],
+            REFUSED_OUTPUT: self.refused,
+            KERNELS_OUTPUT: {name: list(kernels) for name, kernels in self.recorded.items()},
+        }
+        if not self.settings.update:
+            output[STANDING_OUTPUT] = self.standing_json()
+        return output
+
+    def take_worker_output(self, output: dict[str, Any]) -> tuple[Platform | None, dict[str, str]]:
+        """On the controller: add what a worker shipped; its platform and standing."""
+        self.events.extend(Event(*e) for e in output.get(EVENTS_OUTPUT, []))
+        for name, kernels in output.get(KERNELS_OUTPUT, {}).items():
+            self.recorded.setdefault(name, tuple(kernels))
+        self.refused.extend(output.get(REFUSED_OUTPUT, []))
+        platform = output.get(PLATFORM_OUTPUT)
+        return (Platform.from_json(platform) if platform else None), output.get(STANDING_OUTPUT, {})
 
 
-def _result(claim: ClaimOutcome) -> ClaimResult:
-    return ClaimResult(
-        claim.outcome,
-        claim.owns,
-        tuple(claim.readings),
-        tuple(claim.drift),
-        claim.sentence,
-        tuple(claim.tables),
+SESSION = pytest.StashKey[ClaimSession]()
+
+
+def session_of(config: pytest.Config) -> ClaimSession:
+    """The claimlog session of `config` (made as pytest starts, where a workshop is declared)."""
+    return config.stash[SESSION]
+
+
+def find(here: Platform, s: Settings, recorded: Platform | None) -> Standing:
+    """The standing of the platform `here` for a session with settings `s`, whose reference
+    identity is `recorded`."""
+    reference = recorded.id if recorded else ""
+    variant = seed_variant_name(s.seeds)
+    if variant is None and here.id == reference:
+        return Standing(REFERENCE, here.id, reference, s.strict)
+    fragment = FragmentStore(s.places.fragments, s.keys).at_seeds(here.id, variant)
+    if fragment is None:
+        return Standing(NEW, here.id, reference, s.strict)
+    return Standing(
+        HELD,
+        here.id,
+        reference,
+        s.strict,
+        readings={name: r.as_float() for name, r in fragment.readings.items()},
+        tables=fragment.tables,
     )
 
 
-def _standing_of(config: pytest.Config) -> dict[str, str]:
-
-    found = standing(config)
-    return {"kind": found.kind, "platform": found.platform, "reference": found.reference}
-
-
-CONTROLLER = pytest.StashKey[Controller]()
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    if is_controller(config):
-        controller = Controller(config, config.stash[SETTINGS])
-        config.stash[CONTROLLER] = controller
-        config.pluginmanager.register(controller, "claimlog-controller")
+def _pytest_cache(config: pytest.Config) -> Path | None:
+    """Where pytest's Cache.mkdir(...) puts its folders, known before the cache plugin is
+    configured (pytest_xdist_auto_num_workers and this plugin's pytest_configure run first);
+    None under `-p no:cacheprovider`."""
+    if not config.pluginmanager.has_plugin("cacheprovider"):
+        return None
+    return config.rootpath / str(config.getini("cache_dir")) / "d"
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """On the controller, after every other plugin wrote its files (syrupy's included): an
-    update is put into place, or rolled back if the session was interrupted or a computation
-    was refused as not deterministic (nothing it computed is a record). An xdist worker ships
-    the platform it computed on (the controller imports no torch)."""
-    config = session.config
-    if is_controller(config):
-        completed = not config.stash.get(REFUSED, None) and session.exitstatus not in (
-            pytest.ExitCode.INTERRUPTED,
-            pytest.ExitCode.INTERNAL_ERROR,
-        )
-        said = end_update(config, completed)
-        controller = config.stash.get(CONTROLLER, None)
-        if said and controller is not None:
-            controller.summary.append(said)
-    if hasattr(config, "workerinput"):
-        s = settings(config)
-        output = config.workeroutput  # type: ignore[attr-defined]
-        output[PLATFORM_OUTPUT] = process_platform(config).to_json()
-        # Plain tuples: xdist ships only built-in types.
-        output[EVENTS_OUTPUT] = [
-            (e.what, e.kind, e.name, e.detail, e.seconds) for e in config.stash[EVENTS]
-        ]
-        if not s.update:
-            output[STANDING_OUTPUT] = _standing_of(config)
-        output[REFUSED_OUTPUT] = config.stash.get(REFUSED, [])
-        output[KERNELS_OUTPUT] = {
-            name: list(kernels) for name, kernels in config.stash.get(RECORDED_KERNELS, {}).items()
-        }
+def _locked(places: Places) -> Update:
+    """The checkout's update transaction, its lock taken (refused while an update runs)."""
+    transaction = Update(places)
+    try:
+        transaction.acquire()
+    except Busy as busy:
+        raise pytest.UsageError(str(busy)) from None
+    return transaction
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    # An update whose session never finished (a usage error after it began) changes nothing.
-    end_update(config, completed=False)
-    controller = config.stash.get(CONTROLLER, None)
-    if controller is not None:
-        del config.stash[CONTROLLER]
-        config.pluginmanager.unregister(controller)
-    if hasattr(config, "workerinput"):
-        atexit.register(_end_without_teardown)
+def _refuse_unknown_reference(s: Settings) -> None:
+    """Without the reference identity no platform stands as the reference: this one would
+    be compared with a fragment of the evidence, or judged as new (drift allowed), never
+    with the snapshots bit for bit, and the run would pass having checked less than it
+    says. So a missing or damaged `snapshots/environment.json` stops the session before any
+    claim runs. `--snapshot-update` writes the file, and a project that has recorded no
+    snapshot yet has nothing for it to describe (each claim fails for want of its own)."""
+    if s.update:
+        return
+    if not s.places.environment.exists() and not holds_snapshots(s.places):
+        return
+    try:
+        read_reference(s.places.environment)
+    except UnreadableReference as problem:
+        raise pytest.UsageError(
+            f"{problem}: it names the reference platform, whose numbers the snapshots hold, "
+            "and without it no number is compared with them bit for bit. Restore it from git, "
+            f"or write it with `{UPDATE_COMMAND}` (which makes this machine's numbers the "
+            "reference)"
+        ) from None
 
 
-def _end_without_teardown() -> None:
-    """How an xdist worker's process ends once its session has finished and shipped its
-    reports and output: without the interpreter's teardown, which frees torch's, dynamo's and
-    matplotlib's modules one object at a time (about a second), while the controller waits
-    for every worker to end before it writes the log. The session's files are closed by now;
-    its outcome travels in its reports, never in the worker's exit status."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+def holds_snapshots(places: Places) -> bool:
+    """Whether the project has recorded any snapshot, a claim's text or numbers: only then
+    does the reference identity describe anything."""
+    folders = (places.text_snapshots, places.numbers)
+    return any(path.is_file() for folder in folders for path in folder.rglob("*"))

@@ -26,6 +26,10 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from claimlog.declaration import Declaration
 
 
 def main(
@@ -98,26 +102,26 @@ def main(
     if not (args.project / "claims").is_dir():
         parser.error(f"{args.project} has no claims/ folder: give the project with --project")
     try:
-        declared_in(args.project)
+        workshop = declared_in(args.project)
     except ValueError as error:
         parser.error(str(error))
-    return sweep(args)
+    return sweep(args, workshop)
 
 
-def sweep(args: argparse.Namespace) -> int:
+def sweep(args: argparse.Namespace, workshop: Declaration) -> int:
     import dask
     from distributed import Client, LocalCluster
 
     from claimlog.evidence.fragments import FragmentStore, claim_keys
+    from claimlog.kernels import reference_kernels
     from claimlog.places import Places
-    from claimlog.platform import reference_kernels
     from claimlog.runner import selected
     from claimlog.store import unfinished_writes
     from claimlog.sweep import cluster, merge, report
     from claimlog.sweep.job import pack
 
     places = Places(args.project.resolve())
-    keys = claim_keys(places)
+    keys = claim_keys(places, workshop)
     everything = FragmentStore(places.fragments, keys)
     # The claims this sweep computes: all, or those its --select picks.
     store = FragmentStore(places.fragments, selected(keys, args.select))
@@ -142,6 +146,7 @@ def sweep(args: argparse.Namespace) -> int:
                 machines,
                 store,
                 args.seeds,
+                workshop.seed_axes(),
                 kernels=not args.no_kernels,
                 here_only=args.here,
                 release_only=args.release,
@@ -184,8 +189,8 @@ def sweep(args: argparse.Namespace) -> int:
     elif stale:
         print(f"merging without the {len(stale)} stale fragments")
     before = _load(places.robustness_json)
-    merged = merge.merge_folder(places)
-    pages = merge.write(merged, places)
+    merged = merge.merge_folder(places, workshop)
+    pages = merge.write(merged, places, workshop)
     wrote = [places.fragility_json, places.robustness_json]
     print(
         "wrote "
@@ -193,7 +198,7 @@ def sweep(args: argparse.Namespace) -> int:
         + ", their .md"
         + (", and the generated sections of docs/" if pages else "")
     )
-    changes = report.changed(before, merged.robustness) if before else []
+    changes = report.changed(before, merged.robustness, workshop) if before else []
     print(
         "claims whose verdict over seeds changed since the committed table:"
         + ("" if changes else " none")

@@ -24,14 +24,14 @@ from typing import Any
 from distributed import Client, as_completed
 
 from claimlog.evidence.fragments import Fragment, FragmentStore, Variant
+from claimlog.kernels import fingerprint_under
+from claimlog.machine import TORCH_FACTS_FOLDER
 from claimlog.platform import (
     NOT_SET,
-    TORCH_FACTS_FOLDER,
     TORCH_REFERENCE,
     VARIABLES,
     Platform,
     apply,
-    fingerprint_under,
 )
 from claimlog.sweep.job import run_variant, worker_cache
 from claimlog.sweep.variants import (
@@ -88,13 +88,8 @@ def _machine_here(cache: Path | None, kernels: Sequence[str]) -> dict[str, Any]:
     with the fingerprint of the workshop's `kernels` under each platform variant's settings.
     `cache`: the pytest cache its jobs keep torch's facts in (`torch_facts`): once a job or
     an earlier sweep asked torch there, nobody imports torch to ask again."""
-    from claimlog.platform import (
-        NUMPY_VARIABLE,
-        numpy_reference,
-        numpy_simd,
-        set_by_user,
-        torch_facts,
-    )
+    from claimlog.machine import numpy_reference, numpy_simd, torch_facts
+    from claimlog.platform import NUMPY_VARIABLE, set_by_user
     from claimlog.store import Store
 
     facts = torch_facts(Store(cache / "d" / TORCH_FACTS_FOLDER) if cache else None)
@@ -163,6 +158,7 @@ def plan(
     machines: Mapping[str, Machine],
     store: FragmentStore,
     seeds: int,
+    axes: Sequence[str] = (),
     kernels: bool = True,
     here_only: bool = False,
     release_only: bool = False,
@@ -172,7 +168,8 @@ def plan(
     kernel variables the user set) and under its native kernels. `release_only`
     (`--release`): only the first, the workshop under the reference kernels: a torch
     release's fragment, computed by the torch the workers run. `machines`: each worker's
-    address and machine, or `{HERE: machine_here()}`."""
+    address and machine, or `{HERE: machine_here()}`. `seeds`: how many of each seed axis of the
+    workshop's (`axes`)."""
 
     def on(addresses: Sequence[str]) -> tuple[str, ...] | None:
         return None if HERE in machines else tuple(addresses)
@@ -198,7 +195,7 @@ def plan(
         # fragments land is known before they run.
         first = next(iter(sorted(by_cpu.items())))[1]
         reference = machines[first[0]].runs(WORKSHOP).id
-        wanted += [(Job(v, on(first)), reference) for v in seed_variants(seeds)]
+        wanted += [(Job(v, on(first)), reference) for v in seed_variants(axes, seeds)]
     todo = []
     for job, pid in wanted:
         stale = store.to_compute(pid, job.variant.name)

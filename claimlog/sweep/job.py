@@ -154,14 +154,13 @@ def run_variant(
         outputs = Path(scratch) / "out"
         if in_this_process(variant):
             root = _project_here(project)
-            declared_in(root)  # the workshop this project names, as its sessions will read it
-            keys = claim_keys(Places(root))
+            # The workshop this project names, as its sessions will read it.
+            keys = claim_keys(Places(root), declared_in(root))
             record = run_claims_here(args, root=root, outputs=outputs, cache_dir=cache)
         else:
             root = Path(scratch) / "project"
             unpack(project, root)
-            declared_in(root)
-            keys = claim_keys(Places(root))
+            keys = claim_keys(Places(root), declared_in(root))
             # Two variants may share a core: threads that spin while they wait would starve
             # each other. Waiting passively changes when a thread runs, never what it computes.
             env = {"OMP_WAIT_POLICY": "PASSIVE", **variant.env()}

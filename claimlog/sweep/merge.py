@@ -24,22 +24,15 @@ import ast
 import json
 import math
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from claimlog.declaration import declared
+from claimlog.declaration import Declaration
 from claimlog.evidence.fragility import Rate, from_document, version_key
 from claimlog.evidence.fragments import Fragment, FragmentStore, claim_keys
-from claimlog.log.lines import (
-    layout,
-    line_named,
-    line_number,
-    read_published,
-    section_headings,
-    section_of,
-)
+from claimlog.log.lines import Log
 from claimlog.log.readings import Reading, Value, kind_named
 from claimlog.places import Places
 from claimlog.platform import Platform
@@ -69,14 +62,12 @@ class Merged:
     robustness: dict[str, Any]
 
 
-def reference_platform(fragments: list[Fragment], places: Places) -> str:
+def reference_platform(fragments: list[Fragment], places: Places, sweep: str) -> str:
     """The reference platform (snapshots/environment.json), which the sweep must have run
-    the workshop on, with fresh evidence."""
+    the workshop on, with fresh evidence; `sweep`, the command that runs it."""
     ran = sorted({f.platform_id for f in fragments if f.variant.axis == "platform"})
     if not ran:
-        raise ValueError(
-            f"no fresh fragment of the workshop itself: run the sweep ({declared().sweep_command})"
-        )
+        raise ValueError(f"no fresh fragment of the workshop itself: run the sweep ({sweep})")
     try:
         recorded = Platform.from_json(json.loads(places.environment.read_text())).id
     except (OSError, ValueError, KeyError) as error:
@@ -87,7 +78,7 @@ def reference_platform(fragments: list[Fragment], places: Places) -> str:
         raise ValueError(
             f"no fragment of the reference platform {recorded} (snapshots/environment.json) "
             "with fresh evidence: run the sweep on a machine with AVX2 "
-            f"({declared().sweep_command})"
+            f"({sweep})"
         )
     return recorded
 
@@ -133,10 +124,11 @@ def _by_seed(fragments: list[Fragment], axis: str, reference: str) -> dict[str, 
     return dict(sorted(chosen.items(), key=lambda kv: kv[1].variant.seed or 0))
 
 
-def merge(fragments: list[Fragment], places: Places) -> Merged:
-    """The tables of the fragments given: the fresh parts of the committed ones
-    (`FragmentStore.all`), each claim's key beside its evidence."""
-    ref_platform = reference_platform(fragments, places)
+def merge(fragments: list[Fragment], places: Places, workshop: Declaration) -> Merged:
+    """The tables of `workshop` from the fragments given: the fresh parts of the committed
+    ones (`FragmentStore.all`), each claim's key beside its evidence."""
+    ref_platform = reference_platform(fragments, places, workshop.sweep_command)
+    log = workshop.log()
     ref = next(
         f for f in fragments if f.platform_id == ref_platform and f.variant.axis == "platform"
     )
@@ -145,8 +137,8 @@ def merge(fragments: list[Fragment], places: Places) -> Merged:
         for f in fragments
         if f.variant.axis == "platform" and f is not ref
     }
-    seeds = {axis: _by_seed(fragments, axis, ref_platform) for axis in declared().seed_axes()}
-    published = read_published(places.published_log) if places.published_log.exists() else None
+    seeds = {axis: _by_seed(fragments, axis, ref_platform) for axis in workshop.seed_axes()}
+    published = log.read_published(places.published_log) if places.published_log.exists() else None
     ref_name = f"{ref_platform}/workshop"
     ref_machine = Platform.from_json(ref.platform).machine
     # Another torch is another platform; marked, so that what moves with the release is told
@@ -165,15 +157,19 @@ def merge(fragments: list[Fragment], places: Places) -> Merged:
     # A platform by what it computed on: its variant's name says what the sweep meant to vary,
     # its recorded platform what it was (fragments older than the kernel settings say less).
     described = {name: p.describe() for name, p in computed_on.items()}
-    described.update({n: f.variant.describe() for axis in seeds.values() for n, f in axis.items()})
+    described.update(
+        {n: f.variant.describe(workshop.seeds) for axis in seeds.values() for n, f in axis.items()}
+    )
     if published is not None:
-        described["published"] = declared().published
+        described["published"] = workshop.published
     fragility = build_document(
         reference=(ref_name, ref.readings),
         rounding={name: f.readings for name, f in platforms.items()},
         seeds={n: (f.variant.axis, f.readings) for axis in seeds.values() for n, f in axis.items()},
         published=published,
-        line_of={r.key: line_number(r.key) for r in ref.readings.values()},
+        line_of={r.key: log.line_number(r.key) for r in ref.readings.values()},
+        log=log,
+        seed_axes=workshop.seed_axes(),
         variants=described,
         axes={
             **axis_of,
@@ -222,7 +218,7 @@ def module_of(claim: str) -> str:
 
 
 def _modules(
-    document: Mapping[str, Any], fragility: Mapping[str, Any], claims: Path
+    document: Mapping[str, Any], fragility: Mapping[str, Any], claims: Path, log: Log
 ) -> list[tuple[str, str]]:
     """Each claims module, titled in the workshop's own words: the heading of the log
     section its claims' readings lie in ("[S6] training runs (...)"); for a module whose
@@ -230,7 +226,7 @@ def _modules(
     its docstring; else its name. `claims`: the claims folder."""
     sections: dict[str, set[str]] = {}
     for reading in fragility["readings"].values():
-        sections.setdefault(module_of(reading["claim"]), set()).add(section_of(reading["line"]))
+        sections.setdefault(module_of(reading["claim"]), set()).add(log.section_of(reading["line"]))
     modules = sorted({module_of(claim) for claim in document["claims"]})
     return [
         (m, min(sections[m]) if len(sections.get(m, ())) == 1 else _told(claims / f"{m}.py", m))
@@ -247,29 +243,33 @@ def _told(module: Path, name: str) -> str:
     return said.strip().splitlines()[0] if said else name
 
 
-def write(merged: Merged, places: Places) -> list[str]:
+def write(merged: Merged, places: Places, workshop: Declaration) -> list[str]:
     """Write the tables and the documentation's generated sections (each file atomically);
     a page the project lacks (a scratch copy's, another workshop's) is left out. Returns the
     pages whose sections it wrote."""
     guide = SWEEP_PAGE if (places.root / SWEEP_PAGE).exists() else None
-    sections = section_headings()
+    log = workshop.log()
+    sections = log.section_headings()
     fragility_json = _one_entry_a_line(merged.fragility)
     atomic_write(places.fragility_json, fragility_json)
-    fragility = from_document(merged.fragility)
-    fragility_md = report.render_fragility(fragility, sections, guide)
+    fragility = from_document(merged.fragility, workshop.seeds)
+    fragility_md = report.render_fragility(fragility, sections, workshop, guide)
     atomic_write(places.fragility_md, fragility_md)
     robustness_json = json.dumps(merged.robustness, indent=1, sort_keys=True) + "\n"
     atomic_write(places.robustness_json, robustness_json)
     robustness_md = report.render_robustness(
         merged.robustness,
-        _modules(merged.robustness, merged.fragility, places.root / "claims"),
+        _modules(merged.robustness, merged.fragility, places.root / "claims", log),
+        workshop,
         guide,
     )
     atomic_write(places.robustness_md, robustness_md)
     rendered = {
-        FINDINGS_BEGIN: report.findings(merged.robustness),
-        UPGRADES_BEGIN: report.render_upgrades(fragility, merged.robustness, len(layout())),
-        ARM64_BEGIN: report.render_architectures(fragility, merged.robustness),
+        FINDINGS_BEGIN: report.findings(merged.robustness, workshop),
+        UPGRADES_BEGIN: report.render_upgrades(
+            fragility, merged.robustness, len(log.lines), log.versions_line(), workshop.published
+        ),
+        ARM64_BEGIN: report.render_architectures(fragility, merged.robustness, log.versions_line()),
     }
     written = []
     for name, markers in GENERATED.items():
@@ -310,10 +310,10 @@ def with_findings(
     return f"{head}{begin}\n{findings}{end}{tail}"
 
 
-def merge_folder(places: Places) -> Merged:
+def merge_folder(places: Places, workshop: Declaration) -> Merged:
     """The tables of this checkout's claims, from the fresh parts of its fragments."""
-    store = FragmentStore(places.fragments, claim_keys(places))
-    return merge(list(store.all()), places)
+    store = FragmentStore(places.fragments, claim_keys(places, workshop))
+    return merge(list(store.all()), places, workshop)
 
 
 # -- building fragility.json's document from the fragments' readings -------------------------
@@ -330,9 +330,11 @@ def band_of(values: Iterable[Value], kind: str) -> tuple[float, float] | None:
     return kind_named(kind).clip(lo - margin, hi + margin)
 
 
-def _position(reading: Reading) -> int:
-    """Where the reading stands among the numbers its line prints."""
-    labels = [q.label for _, q in line_named(reading.key).template.quantities()]
+def _position(reading: Reading, log: Log | None) -> int:
+    """Where the reading stands among the numbers its line prints (0 without the log)."""
+    if log is None:
+        return 0
+    labels = [q.label for _, q in log.line_named(reading.key).template.quantities()]
     return labels.index(reading.label) if reading.label in labels else len(labels)
 
 
@@ -366,6 +368,8 @@ def build_document(
     keys: Mapping[str, str] | None = None,
     architectures: Mapping[str, str] | None = None,
     owners: Mapping[str, str] | None = None,
+    log: Log | None = None,
+    seed_axes: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Merge the sweep's readings into the table's JSON document.
 
@@ -376,10 +380,11 @@ def build_document(
     `published` is the published log, kept beside as an observation (it widens no band and
     counts in no verdict); `line_of` gives each reading's log line; `keys` is each claim's
     key the evidence is of, and `owners` the claim owning each reading; `architectures` labels the
-    runs on another architecture than the reference's ("aarch64, Arm Neoverse-N1, emulated").
-    Settings (chosen, not
-    measured) and readings with no values elsewhere are kept too, so every quoted number has
-    a row.
+    runs on another architecture than the reference's ("aarch64, Arm Neoverse-N1, emulated");
+    `log`, the workshop's, places each reading among its line's numbers, and `seed_axes` are
+    the workshop's (each told how often a bound held over it; by default those of `seeds`).
+    Settings (chosen, not measured) and readings with no values elsewhere are kept too, so
+    every quoted number has a row.
     """
     ref_name, ref_readings = reference
     axis_of = dict(axes or {})
@@ -393,7 +398,7 @@ def build_document(
             "kind": here.kind.name,
             "label": here.label,
             "spec": here.quantity.spec,
-            "position": _position(here),
+            "position": _position(here, log),
             "reference": _seen_of(here),
             "platforms": {v: _seen_of(r, axis_of.get(v, "platform")) for v, r in platforms.items()},
             "seeds": {
@@ -417,12 +422,13 @@ def build_document(
         "readings": entries,
     }
     fragility = from_document(document)
+    seed_axes = seed_axes or tuple(dict.fromkeys(axis for axis, _ in seeds.values()))
     for name, entry in entries.items():
         evidence = fragility.readings[name]
         # The two questions, each under its own name: what the platforms print, and how
         # general the bound is over each seed axis.
         entry["platform verdict"] = evidence.platform_verdict
-        entry["holds"] = {g: evidence.holds_in(g) for g in ("platforms", *declared().seed_axes())}
+        entry["holds"] = {g: evidence.holds_in(g) for g in ("platforms", *seed_axes)}
     return document
 
 

@@ -20,18 +20,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from claimlog.declaration import declared
+from claimlog.declaration import Declaration
 from claimlog.evidence.fragility import (
     FRAGILE,
     ROBUST,
     Fragility,
     Rate,
     ReadingEvidence,
+    SeedWords,
     Seen,
     listed,
     version_key,
 )
-from claimlog.log.lines import versions_line
 
 # -- fragility.md ----------------------------------------------------------------------------
 LEGEND = """\
@@ -61,9 +61,9 @@ with its own numbers (`claimlog/evidence/verdicts.py`).
 """
 
 
-def legend() -> str:
+def legend(workshop: Declaration) -> str:
     """How to read fragility.md, in the words of the workshop's seed axes."""
-    return LEGEND.format(seeds=listed([counted for _, _, counted in declared().seeds.values()]))
+    return LEGEND.format(seeds=listed([counted for _, _, counted in workshop.seeds.values()]))
 
 
 def _escape(text: str) -> str:
@@ -120,22 +120,24 @@ def _seeds(e: ReadingEvidence) -> str:
     return lo if lo == hi else f"{lo} / {mid} / {hi}"
 
 
-def _generality(e: ReadingEvidence) -> str:
+def _generality(e: ReadingEvidence, seeds: SeedWords) -> str:
     """ "at least 90: 16 of 33 minibatch orders, 19 of 33 starting weights"."""
     if e.bound is None or not e.generality():
         return ""
-    return f"{e.bound}: " + ", ".join(f"{r.k} of {r.n} {what}" for what, r in e.generality())
+    return f"{e.bound}: " + ", ".join(f"{r.k} of {r.n} {what}" for what, r in e.generality(seeds))
 
 
 def render_fragility(
-    fragility: Fragility, sections: Mapping[int, str], guide: str | None = "docs/sweep.md"
+    fragility: Fragility,
+    sections: Mapping[int, str],
+    workshop: Declaration,
+    guide: str | None = "docs/sweep.md",
 ) -> str:
-    """`sections` maps the log line of each section heading to its text, to group the rows;
-    `guide`, the workshop's page on the sweep, if it has one."""
+    """fragility.md, for `workshop`: `sections` maps the log line of each section heading to
+    its text, to group the rows; `guide`, the workshop's page on the sweep, if it has one."""
     variants = fragility.variants
     platforms = fragility.on_axis("platform")
     releases = list(fragility.releases)
-    workshop = declared()
     seeds = {axis: fragility.on_axis(axis) for axis in workshop.seed_axes()}
     seeded = [
         f"{len(seeds[a])} {counted} (`{a}-seed-k`)" for a, (_, _, counted) in workshop.seeds.items()
@@ -181,7 +183,7 @@ def render_fragility(
         + f". Over seeds: of the {len(bounded)} whose claim states a bound, {general} hold in "
         f"every seed swept and {len(bounded) - general} do not.",
         "",
-        legend(),
+        legend(workshop),
     ]
     by_line = sorted(fragility.readings.values(), key=lambda e: (e.line, e.position))
     heading_lines = sorted(sections)
@@ -205,7 +207,7 @@ def render_fragility(
             f"{e.published.printed if e.published else ''} | {_on_platforms(e)} | "
             f"{_escape(_seen(e))} | "
             + "".join(f"{_on_release(fragility, e, r)} | " for r in releases)
-            + f"{_band(e)} | {_seeds(e)} | {_generality(e)} |"
+            + f"{_band(e)} | {_seeds(e)} | {_generality(e, workshop.seeds)} |"
         )
     published = [
         (e, e.published.printed)
@@ -227,9 +229,9 @@ def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def axis_words() -> dict[str, str]:
+def axis_words(workshop: Declaration) -> dict[str, str]:
     """How people call each seed axis: {"sampler": "minibatch orders", ...}."""
-    return {axis: many for axis, (_, many, _) in declared().seeds.items()}
+    return {axis: many for axis, (_, many, _) in workshop.seeds.items()}
 
 
 def rates(document: Mapping[str, Any], claim: str) -> dict[str, Rate]:
@@ -241,8 +243,11 @@ def rates(document: Mapping[str, Any], claim: str) -> dict[str, Rate]:
     }
 
 
-def changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+def changed(
+    before: Mapping[str, Any], after: Mapping[str, Any], workshop: Declaration
+) -> list[str]:
     """The claims whose verdict over seeds changed between two documents, said for people."""
+    words = axis_words(workshop)
     out = []
     for claim in sorted(set(before.get("claims", {})) | set(after.get("claims", {}))):
         old, new = rates(before, claim), rates(after, claim)
@@ -252,7 +257,7 @@ def changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
                 said_a = f"{a.k} of {a.n}" if a else "not measured"
                 said_b = f"{b.k} of {b.n}" if b else "not measured"
                 if said_a != said_b:
-                    out.append(f"{claim}: {axis_words().get(axis, axis)}: {said_a} -> {said_b}")
+                    out.append(f"{claim}: {words.get(axis, axis)}: {said_a} -> {said_b}")
     return out
 
 
@@ -266,23 +271,24 @@ def _short(claim: str) -> str:
 def render_robustness(
     document: Mapping[str, Any],
     sections: Sequence[tuple[str, str]],
+    workshop: Declaration,
     guide: str | None = "docs/sweep.md",
 ) -> str:
     """robustness.md: every claim, by section, with how often it holds on each axis.
 
     `sections` pairs each claims module's name ("test_s6_training") with its title."""
-    axes = [a for a in declared().seed_axes() if a in document.get("axes", {})]
+    axes = [a for a in workshop.seed_axes() if a in document.get("axes", {})]
+    words = axis_words(workshop)
     releases = list(document.get("releases", []))
     others = list(document.get("architectures", []))
     out = [
         "# Truth over seeds: how often each claim holds",
         "",
-        f"Written by the sweep (`{declared().sweep_command}`{f', see {guide}' if guide else ''}) "
+        f"Written by the sweep (`{workshop.sweep_command}`{f', see {guide}' if guide else ''}) "
         "from its fragments.",
         "Each claim was run again under "
         + " and under ".join(
-            f"{len(document['axes'][a])} {axis_words()[a]} ({a} seeds, seed 0 included)"
-            for a in axes
+            f"{len(document['axes'][a])} {words[a]} ({a} seeds, seed 0 included)" for a in axes
         )
         + f", on the reference platform `{document.get('reference', '')}`. "
         "A claim that holds in every run is a fact of the recipe; one that does not is luck of "
@@ -316,9 +322,7 @@ def render_robustness(
             f"## {title}",
             "",
             "| claim | "
-            + " | ".join(
-                [*(axis_words()[a] for a in axes), *(f"torch {r}" for r in releases), *others]
-            )
+            + " | ".join([*(words[a] for a in axes), *(f"torch {r}" for r in releases), *others])
             + " |",
         ]
         out.append("|---|" + "---|" * (len(axes) + len(releases) + len(others)))
@@ -337,15 +341,16 @@ def render_robustness(
     return "\n".join(out) + "\n"
 
 
-def findings(document: Mapping[str, Any]) -> str:
+def findings(document: Mapping[str, Any], workshop: Declaration) -> str:
     """docs/sweep.md's luck-of-the-draw findings: the claims that do not hold for every seed."""
-    axes = [a for a in declared().seed_axes() if a in document.get("axes", {})]
+    axes = [a for a in workshop.seed_axes() if a in document.get("axes", {})]
+    words = axis_words(workshop)
     lines = []
     for claim, row in document.get("claims", {}).items():
         rs = rates(document, claim)
         if all(rs[a].always for a in axes if a in rs):
             continue
-        said = "; ".join(f"{axis_words()[a]}: {rs[a]}" for a in axes if a in rs)
+        said = "; ".join(f"{words[a]}: {rs[a]}" for a in axes if a in rs)
         sentence = row.get("sentence", "")
         lines.append(
             f"- `{_short(claim)}`: {said}." + (f" It verifies: {sentence}" if sentence else "")
@@ -357,7 +362,7 @@ def findings(document: Mapping[str, Any]) -> str:
     )
     n = {a: len(document["axes"][a]) for a in axes}
     head = (
-        f"Over {' and '.join(f'{n[a]} {axis_words()[a]}' for a in axes)} (the sweep's seeds, the "
+        f"Over {' and '.join(f'{n[a]} {words[a]}' for a in axes)} (the sweep's seeds, the "
         f"workshop's own seed 0 included), {held} of {len(document.get('claims', {}))} claims hold "
         "in every run. These do not, and the text should state them as rates:"
     )
@@ -430,12 +435,12 @@ def _line_list(lines: list[int]) -> str:
     return ", ".join(str(n) for n in lines) if lines else "none"
 
 
-def _what_moves(platform: str, seen: list[PlatformDifference], described: str = "") -> list[str]:
-    """A platform's paragraph: the lines that move (the versions line always does), then
-    each moved reading, there and here. `described`: what the platform is, in full."""
-    # The versions line ("torch 2.13.0+cpu | ..."), where the log has one: it names the release,
-    # so it always moves.
-    versions = versions_line()
+def _what_moves(
+    platform: str, seen: list[PlatformDifference], versions: int | None, described: str = ""
+) -> list[str]:
+    """A platform's paragraph: the lines that move (the `versions` line, where the log has
+    one, always does: it names the release), then each moved reading, there and here.
+    `described`: what the platform is, in full."""
     lines = sorted({*([versions] if versions else []), *(m.evidence.line for m in seen)})
     said = "1 line moves" if len(lines) == 1 else f"{len(lines)} lines move"
     title = f"**{platform}**" + (f" ({described})" if described else "")
@@ -465,9 +470,14 @@ def _statements(
 
 
 def render_upgrades(
-    fragility: Fragility, robustness: Mapping[str, Any], reference_lines: int
+    fragility: Fragility,
+    robustness: Mapping[str, Any],
+    reference_lines: int,
+    versions: int | None = None,
+    published: str = "the published log",
 ) -> str:
-    """docs/platforms.md's section. `reference_lines`: how many lines the log has."""
+    """docs/platforms.md's section. `reference_lines`: how many lines the log has; `versions`:
+    its versions line, if it has one; `published`: how the workshop names its published log."""
     releases = list(fragility.releases)
     ref = fragility.reference_release
     if not releases:
@@ -486,9 +496,9 @@ def render_upgrades(
         seen = moved(fragility, release)
         broken = [m for m in seen if m.breaks]
         failing = failing_claims(robustness, release, ref)
-        out += _what_moves(f"torch {release}", seen)
+        out += _what_moves(f"torch {release}", seen, versions)
         out += ["", *_statements(broken, failing, f"on torch {release}", "still holds"), ""]
-    out.append(f"Which lines of {declared().published} each torch reproduces:")
+    out.append(f"Which lines of {published} each torch reproduces:")
     out.append("")
     nowhere: set[int] | None = None
     for release in sorted([ref, *releases], key=version_key):
@@ -520,7 +530,9 @@ def robust_elsewhere(fragility: Fragility, e: ReadingEvidence) -> bool:
     )
 
 
-def render_architectures(fragility: Fragility, robustness: Mapping[str, Any]) -> str:
+def render_architectures(
+    fragility: Fragility, robustness: Mapping[str, Any], versions: int | None = None
+) -> str:
     """docs/platforms.md's section: per platform of another architecture, the lines that move and to
     what, the readings robust on every x86-64 platform that move there (fragile now), and
     the statements that no longer hold."""
@@ -537,7 +549,7 @@ def render_architectures(fragility: Fragility, robustness: Mapping[str, Any]) ->
     claims = robustness.get("claims", {})
     for run, label in sorted(fragility.architectures.items()):
         seen = moved_on(fragility, run)
-        out += _what_moves(label, seen, fragility.variants.get(run, ""))
+        out += _what_moves(label, seen, versions, fragility.variants.get(run, ""))
         newly = [m for m in seen if robust_elsewhere(fragility, m.evidence)]
         out.append("")
         out.append(

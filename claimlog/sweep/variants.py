@@ -22,7 +22,8 @@ reference kernels. The data set is always the workshop's.
 
 from __future__ import annotations
 
-from claimlog.declaration import declared
+from collections.abc import Sequence
+
 from claimlog.evidence.fragments import Variant
 
 SEEDS = 32  # per axis, by default: 64 seed variants, beside the workshop's own seed 0
@@ -48,9 +49,6 @@ def per_machine() -> list[Variant]:
     return [WORKSHOP, MKL_AUTO, NATIVE]
 
 
-def seed_variants(seeds: int) -> list[Variant]:
-    return [
-        Variant(f"{axis}-seed-{k}", axis, seed=k)
-        for axis in declared().seed_axes()
-        for k in range(1, seeds + 1)
-    ]
+def seed_variants(axes: Sequence[str], seeds: int) -> list[Variant]:
+    """Seeds 1 to `seeds` of each of the workshop's seed `axes` (`Declaration.seeds`)."""
+    return [Variant(f"{axis}-seed-{k}", axis, seed=k) for axis in axes for k in range(1, seeds + 1)]

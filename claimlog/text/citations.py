@@ -45,8 +45,14 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from claimlog.declaration import declared
-from claimlog.evidence.fragility import ROBUST, Fragility, ReadingEvidence, Seen, version_key
+from claimlog.evidence.fragility import (
+    ROBUST,
+    Fragility,
+    ReadingEvidence,
+    SeedWords,
+    Seen,
+    version_key,
+)
 from claimlog.evidence.verdicts import status_of
 from claimlog.log.readings import KINDS as READING_KINDS
 from claimlog.log.readings import Bound, Reading, declared_as
@@ -342,7 +348,8 @@ def _evidence_says(evidence: ReadingEvidence | None, quote: Quote, sentence: str
         return False
     if quote.bound is not None and rounds_to(quote.text, float(evidence.bound.threshold)):
         return True
-    counts = {evidence.holds_in(g) for g in (*declared().seed_axes(), "seeds", "platforms")}
+    axes = {seen.axis for seen in evidence.seeds.values()}
+    counts = {evidence.holds_in(g) for g in (*axes, "seeds", "platforms")}
     pairs = {(int(k), int(n)) for k, n in K_OF_N.findall(sentence)}
     return any(quote.text in (str(k), str(n)) for k, n in pairs & counts)
 
@@ -462,11 +469,11 @@ def _printed_by(evidence: ReadingEvidence, quoted: str) -> str:
     return said + (" and the published log" if published and reads_as(published) else "")
 
 
-def _over_seeds(reading: Reading, evidence: ReadingEvidence | None) -> str | None:
+def _over_seeds(reading: Reading, evidence: ReadingEvidence | None, seeds: SeedWords) -> str | None:
     """A note on how general a cited reading's lesson is, where some seed broke its bound."""
     if evidence is None or evidence.general or evidence.holds_on_some_platforms_only:
         return None
-    return f"{reading.name!r} over other seeds: {evidence.what_holds()}"
+    return f"{reading.name!r} over other seeds: {evidence.what_holds(seeds)}"
 
 
 def check(
@@ -476,11 +483,13 @@ def check(
     fragility: Fragility,
     n_lines: int,
     elsewhere_platform: bool = False,
+    seeds: SeedWords | None = None,
 ) -> Verdict:
     """Whether the log this session verified says what `citation` quotes. On a platform new
     to the evidence (`elsewhere_platform`: another fingerprint computes otherwise), a quote of
     what the reference prints is drift where this run prints otherwise and the evidence is
-    fresh, as the reading itself is (`claimlog.evidence.verdicts`)."""
+    fresh, as the reading itself is (`claimlog.evidence.verdicts`). A note on how general a
+    lesson is names the seed axes in the workshop's words (`seeds`)."""
     verdict = Verdict()
     cited = [lines[n] for n in citation.lines if n in lines]
     for n in citation.lines:
@@ -504,7 +513,7 @@ def check(
             evidence = fragility.reading(match.name)
             if evidence is not None and evidence.holds_on_some_platforms_only:
                 verdict.problems.append(_luck(match, quoted, evidence, fragility))
-            elif (note := _over_seeds(match, evidence)) is not None:
+            elif (note := _over_seeds(match, evidence, seeds or {})) is not None:
                 verdict.notes.append(note)
             continue
         if (

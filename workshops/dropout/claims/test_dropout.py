@@ -19,7 +19,7 @@ def test_the_log_names_the_torch_and_numpy_that_computed_it(
     torch = sys.modules.get("torch")
     if torch is not None:  # computed here, with the session's thread count
         assert torch.get_num_threads() == pytestconfig.getoption("--torch-threads")
-    results_log.write(LogLine.versions(torch_platform["torch"], metadata.version("numpy")))
+    results_log.versions(torch_platform["torch"], metadata.version("numpy"))
 
 
 @pytest.mark.log_lines("without dropout")

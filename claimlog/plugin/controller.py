@@ -1,0 +1,647 @@
+"""The session's controller: what every claim did, the session's outputs, and its summary.
+
+It runs in one process only (the only process, or xdist's controller) and learns everything
+from the test reports (`ClaimOutcome`). At the end of the session it writes
+
+- **results.log**, laid out as the workshop declares it (its `Log`), so every
+  line keeps the number the text cites: a line whose claim passed holds the verified text; a
+  line whose claim failed, or that no claim filled, a `[not verified: ...]` marker; a run that
+  left lines unfilled (-k, -m, -x, an interrupt) never replaces a complete log; the file is
+  replaced atomically;
+- the claims report (--claims-report) and the session record (--record);
+- on a full `--snapshot-update`, the reference identity (`snapshots/environment.json`), and
+  the numbers snapshots no claim reads any more are deleted (a full normal run fails naming
+  them; an update in which a claim failed deletes nothing); an update that leaves the
+  identity missing or damaged says so, since a normal run refuses to start without it;
+
+and says in the terminal summary what it wrote, what it trained or reused, where this run
+computed and what drifted, and whether the sweep's evidence is stale.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from claimlog.evidence.fragments import seed_variant_name
+from claimlog.evidence.record import ClaimResult, Record
+from claimlog.evidence.tables import Table
+from claimlog.evidence.verdicts import HELD, NEW, REFERENCE, Moved, moved_in_the_recipe
+from claimlog.kernels import fingerprint, kernel_bits, reference_kernels
+from claimlog.log.lines import PublishedLogError
+from claimlog.log.readings import Reading
+from claimlog.platform import KERNELS, Platform
+from claimlog.plugin.options import (
+    UPDATE_COMMAND,
+    Settings,
+    is_citation,
+    narrowed,
+    owned_keys,
+    sentence_of,
+)
+from claimlog.plugin.outcomes import NOT_VERIFIED, ClaimOutcome, LogAssembly, assemble_log
+from claimlog.plugin.reports import render_claims_report
+from claimlog.plugin.session import ClaimSession, holds_snapshots
+from claimlog.runner import differing_figures, differing_lines, extra_figures
+from claimlog.store import COMPUTED, DAMAGED, REUSED, Event, atomic_write, relative
+from claimlog.text import outputs
+from claimlog.text import rewrites as text_rewrites
+from claimlog.text.citations import Coverage, coverage
+from claimlog.text.documents import text_files
+
+
+def is_complete_log(path: Path, n_lines: int) -> bool:
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return NOT_VERIFIED not in text and len(text.splitlines()) == n_lines
+
+
+def write_log(path: Path, log: LogAssembly, n_claims: int, rootdir: Path, n_lines: int) -> str:
+    """Write the log unless a partial run would replace a complete one; say what happened."""
+    shown = relative(path, rootdir)
+    if log.missing and is_complete_log(path, n_lines):
+        return (
+            f"kept {shown}: this run filled {log.verified} of "
+            f"{log.verified + log.failed + log.missing} claim lines, and a partial log "
+            "never replaces a complete one (run `pytest claims/` to rewrite it)"
+        )
+    atomic_write(path, log.text)
+    state = (
+        "complete"
+        if log.complete
+        else f"incomplete: {log.failed} lines failed, {log.missing} not run"
+    )
+    return f"wrote {shown}: {log.verified} verified lines from {n_claims} passing claims ({state})"
+
+
+# -- what a normal run computed, against the record ------------------------------------------
+def clear_obtained(s: Settings, drawn: Sequence[str]) -> None:
+    """The obtained folder holds what this run computed and nothing an earlier run left: its
+    log is written anew (a narrowed run's is partial), and a figure this run did not draw is
+    removed. Only a session that ran claims touches it (`pytest tests/` leaves it alone)."""
+    places = s.places
+    if s.results_log == places.obtained_results_log:
+        s.results_log.unlink(missing_ok=True)
+    if s.diagrams == places.obtained_diagrams and s.diagrams.is_dir():
+        for png in s.diagrams.glob("*.png"):
+            if png.name not in drawn:
+                png.unlink(missing_ok=True)
+
+
+def against_the_record(s: Settings, drawn: Sequence[str], root: Path) -> list[str]:
+    """How the log and figures a normal run wrote compare with the committed ones, for
+    people: identical, or the lines and figures that differ and where to look."""
+    places = s.places
+    log, committed_log = relative(s.results_log, root), relative(places.results_log, root)
+    figures, committed_figures = relative(s.diagrams, root), relative(places.diagrams, root)
+    out = [
+        f"{log} and {figures}/ hold what this run computed; the record ({committed_log}, "
+        f"{committed_figures}/, snapshots/) changes only under a completed `{UPDATE_COMMAND}`"
+    ]
+    try:
+        here, there = s.results_log.read_text(), places.results_log.read_text()
+    except OSError:
+        here, there = "", None
+    if there is None:
+        out.append(f"{committed_log} is not committed: nothing to compare {log} with")
+    elif here == there:
+        out.append(f"{log} is byte-identical to {committed_log}")
+    else:
+        # A narrowed run leaves the lines no claim of it ran as markers: not a difference.
+        ours = here.splitlines()
+        lines = [
+            n
+            for n in differing_lines(here, there)
+            if n > len(ours) or not ours[n - 1].endswith("-- no claim ran]")
+        ]
+        left_out = sum(1 for line in ours if line.endswith("-- no claim ran]"))
+        unrun = (
+            f"; the {left_out} lines no claim of this run wrote are left out" if left_out else ""
+        )
+        if not lines:
+            out.append(f"{log} says what {committed_log} says on every line it verified{unrun}")
+        else:
+            shown = ", ".join(map(str, lines[:12])) + (", ..." if len(lines) > 12 else "")
+            out.append(
+                f"{log} differs from {committed_log} at {len(lines)} "
+                f"line{'s' if len(lines) > 1 else ''}: {shown} (diff {committed_log} {log})" + unrun
+            )
+    if not drawn:
+        return out
+    # As `python -m claimlog.runner` compares them, narrowed to the figures this run drew.
+    moved = {*differing_figures(s.diagrams, places), *extra_figures(s.diagrams, places)}
+    differ = sorted(moved & set(drawn))
+    if not differ:
+        n = len(set(drawn))
+        out.append(
+            f"{n} figure{'s' if n > 1 else ''} drawn, each byte-identical to {committed_figures}/"
+        )
+    else:
+        out.append(
+            f"{len(differ)} of {len(set(drawn))} figures differ from {committed_figures}/ "
+            f"(this run's are in {figures}/): " + ", ".join(differ)
+        )
+    return out
+
+
+# -- the controller -------------------------------------------------------------------------
+class Controller:
+    """Collects every claim's outcome and writes the session's files (controller only)."""
+
+    def __init__(self, session: ClaimSession) -> None:
+        self.session = session
+        self.config = session.config
+        self.settings = session.settings
+        self.claims: dict[str, ClaimOutcome] = {}
+        self.platform: Platform | None = None
+        self.standing: dict[str, str] = {}
+        self.summary: list[str] = []
+        self.log: LogAssembly | None = None
+        self.unused_numbers: list[str] = []
+        self.obtained: list[str] = []  # how this run's log and figures compare with the record
+        self.text: list[str] = []  # with --workshop: what this session did to the text
+        self.rewritten: list[str] = []  # under an update: its rewrites and the quotes left
+        self._recipe: list[Moved] | None = None  # the recipe's own readings that moved
+
+    # -- collecting --------------------------------------------------------------------------
+    def add_report(self, report: pytest.TestReport) -> None:
+        """Every test report, xdist workers' too."""
+        self.claims.setdefault(report.nodeid, ClaimOutcome()).add(report)
+        if report.failed and self.settings.update:
+            # The failing claim never used its snapshot; syrupy would delete it as unused.
+            self.config.option.no_cleanup = True
+
+    def deselected(self, items: list[pytest.Item]) -> None:
+        """Deselected claims are "not run" in the claims report and the record."""
+        for item in items:
+            if not is_citation(item):
+                self.claims.setdefault(
+                    item.nodeid, ClaimOutcome(owns=owned_keys(item), sentence=sentence_of(item))
+                )
+
+    def worker_done(self, node: Any) -> None:
+        """An xdist worker finished: add the runs it trained and the platform it used."""
+        platform, standing = self.session.take_worker_output(getattr(node, "workeroutput", {}))
+        self.platform = self.platform or platform
+        self.standing = self.standing or dict(standing)
+
+    def _all_events(self) -> list[Event]:
+        """What every process of this session did with the results it keeps."""
+        return self.session.events
+
+    def _events(self, what: str, kind: str) -> list[Event]:
+        """Every `what` ("computed", "reused", "damaged") of a `kind` this session, in any
+        process."""
+        return [e for e in self._all_events() if e.what == what and e.kind == kind]
+
+    def _names(self, what: str, kind: str) -> list[str]:
+        """Their names, each once (every xdist worker loads what it needs)."""
+        return list(dict.fromkeys(e.name for e in self._events(what, kind)))
+
+    @property
+    def trained(self) -> list[str]:
+        """The runs trained this session, by this process and every xdist worker."""
+        return [e.name for e in self._events(COMPUTED, "run")]
+
+    @property
+    def claim_outcomes(self) -> dict[str, ClaimOutcome]:
+        return {k: v for k, v in self.claims.items() if not v.citation}
+
+    def assemble(self) -> LogAssembly:
+        """The log as this session has verified it so far."""
+        return assemble_log(self.claim_outcomes, self.session.log)
+
+    # -- writing -----------------------------------------------------------------------------
+    def finish(self, session: pytest.Session) -> None:
+        """Write the session's files, once every claim has reported."""
+        s, root = self.settings, self.config.rootpath
+        claims = self.claim_outcomes
+        if self.platform is None and any(c.ran for c in claims.values()):
+            self.platform = self.session.platform
+            if not s.update:
+                self.standing = self.session.standing_json()
+        if any(c.owns and c.ran for c in claims.values()):
+            self.log = self.assemble()
+            n_claims = sum(1 for c in claims.values() if c.passed and c.lines)
+            obtained = not s.update and seed_variant_name(s.seeds) is None
+            if obtained:
+                clear_obtained(s, self._drawn())
+            self.summary.append(
+                write_log(s.results_log, self.log, n_claims, root, len(self.session.log.lines))
+            )
+            if obtained:
+                self.obtained = against_the_record(s, self._drawn(), root)
+            seeds = seed_variant_name(s.seeds)
+            if seeds is not None:
+                self.summary.append(
+                    f"{seeds} is another experiment than the workshop's: its log and figures "
+                    f"are in {relative(s.results_log.parent, root)} and "
+                    f"{relative(s.diagrams, root)}, never in captures/ or diagrams/"
+                )
+        full = (
+            not narrowed(self.config)
+            and any(c.ran for c in claims.values())
+            and not any(c.failed for c in self.claims.values())
+            and session.exitstatus != pytest.ExitCode.INTERRUPTED
+        )
+        if full:
+            self._tidy_numbers(session)
+        if full and s.update and self.log is not None and self.log.complete and self.platform:
+            self._record_reference(self.platform)
+        elif s.update and self.session.reference() is None and holds_snapshots(s.places):
+            # The next run without --snapshot-update stops on it: say so now, and why.
+            self.summary.append(
+                f"{relative(s.places.environment, root)} was not written: only a full update "
+                f"in which every claim passes records the reference ({UPDATE_COMMAND})"
+            )
+        if s.workshop_text is not None:
+            self.text = self._follow_the_numbers(session)
+        if s.claims_report:
+            invocation = self.config.invocation_params.args
+            text = render_claims_report(
+                self.session,
+                claims,
+                self.log,
+                self.platform,
+                invocation,
+                self.coverage(),
+                self.moved,
+                self.rewritten,
+            )
+            atomic_write(s.claims_report, text)
+            self.summary.append(f"wrote the claims report {relative(s.claims_report, root)}")
+        if s.record:
+            self._record(session).save(s.record)
+
+    def _follow_the_numbers(self, session: pytest.Session) -> list[str]:
+        """Under an update, rewrite the quotes of the text whose numbers moved, before the
+        update commits (`claimlog.text.rewrites`); say what was rewritten, what was left and
+        which numbers cite no line."""
+        rewrites = [r for c in self.claims.values() for r in c.rewrites]
+        left = [one for c in self.claims.values() for one in c.left]
+        written = False
+        interrupted = session.exitstatus in (
+            pytest.ExitCode.INTERRUPTED,
+            pytest.ExitCode.INTERNAL_ERROR,
+        )
+        if self.settings.update and rewrites and not interrupted:
+            text_rewrites.rewrite_documents(rewrites, self.config.rootpath)
+            written = True
+        self.rewritten = text_rewrites.describe_rewrites(rewrites, left, written)
+        if self.settings.update and not interrupted:
+            self.rewritten += self._refresh_outputs(session)
+        return self.rewritten + text_rewrites.describe_uncited(self.session.uncited)
+
+    def _refresh_outputs(self, session: pytest.Session) -> list[str]:
+        """Under an update, once the record is written and the quotes rewritten: execute each
+        notebook of the text and give the cells that now show otherwise their fresh outputs,
+        inside the update's transaction (`claimlog.text.outputs`). A notebook that does not run
+        is left as it was, named with its error, and fails the session."""
+        workshop = self.settings.workshop_text
+        assert workshop is not None
+        notebooks = [p for p in text_files(workshop) if p.suffix == ".ipynb"]
+        done = outputs.refresh_notebooks(notebooks, self.config.rootpath, write=True)
+        if done.not_executed:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        return done.describe(done=True)
+
+    def _record_reference(self, computed_on: Platform) -> None:
+        """A full update re-records every number: the reference is now the identity of the
+        platform that computed them, its fingerprint made of the kernels this session's
+        computations called, replayed here (`claimlog.kernels`). On any machine of the same
+        platform the file keeps its bytes; another identity (another torch, say) is said,
+        with both."""
+        s = self.settings
+        before = self.session.reference()
+        store = self.session.platform_store()
+        bits = kernel_bits(self.session.recorded_kernels(), s.torch_threads, store)
+        computed_on = replace(computed_on, fingerprint=fingerprint(bits))
+        now = Platform.from_json(computed_on.identity())
+        kept = reference_kernels(s.places.environment)
+        if before is not None and before.identity() == now.identity() and kept == bits:
+            self.summary.append(f"the reference identity is unchanged ({now.id})")
+            return
+        identity = {**now.identity(), **({KERNELS: bits} if bits else {})}
+        environment = json.dumps(identity, indent=2, sort_keys=True) + "\n"
+        atomic_write(s.places.environment, environment)
+        if before is None:
+            self.summary.append(f"recorded the reference: {now.describe()}")
+        else:
+            self.summary.append(
+                "the reference changed: the snapshots now hold the numbers of "
+                f"{now.describe()} ({now.id}), not of {before.describe()} ({before.id}); "
+                f"the evidence of the old reference is stale: {self.session.workshop.sweep_command}"
+            )
+
+    def _tidy_numbers(self, session: pytest.Session) -> None:
+        places = self.settings.places
+        used = {f for c in self.claims.values() for f in c.numbers_files}
+        stored = {relative(p, places.root) for p in places.numbers.rglob("*.csv")}
+        self.unused_numbers = sorted(stored - used)
+        if not self.unused_numbers:
+            return
+        n = len(self.unused_numbers)
+        files = f"{n} numbers snapshot{'s' if n > 1 else ''}"
+        if self.settings.update:
+            for name in self.unused_numbers:
+                (places.root / name).unlink()
+            self.summary.append(
+                f"deleted {files} that no claim reads: " + ", ".join(self.unused_numbers)
+            )
+        else:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            self.summary.append(
+                f"no claim reads {files} any more: "
+                + ", ".join(self.unused_numbers)
+                + f". Delete them with `{UPDATE_COMMAND}`"
+            )
+
+    def _record(self, session: pytest.Session) -> Record:
+        claims = self.claim_outcomes
+        readings: dict[str, Reading] = {}
+        tables: dict[str, Table] = {}
+        for c in claims.values():
+            readings.update(c.readings)
+            tables.update(c.tables)
+        s = self.settings
+        return Record(
+            exitstatus=int(session.exitstatus),
+            claims={nodeid: _result(c) for nodeid, c in claims.items()},
+            citations={nodeid: _result(c) for nodeid, c in self.claims.items() if c.citation},
+            readings=readings,
+            tables=tables,
+            events=tuple(self._all_events()),
+            platform=self.platform.to_json() if self.platform else {},
+            standing=self.standing,
+            options={
+                "torch threads": s.torch_threads,
+                **{f"{axis} seed": seed for axis, seed in s.seeds.items()},
+                "update": s.update,
+                "strict": s.strict,
+                "native kernels": s.native_kernels,
+                "kernels chosen by": dict(s.kernels),
+            },
+            log={
+                "path": str(s.results_log),
+                "summary": self.summary[0] if self.summary else "",
+                "complete": bool(self.log and self.log.complete),
+            },
+        )
+
+    def _drawn(self) -> list[str]:
+        """The figures this session drew, or copied from pytest's cache, into its folder (in
+        any process): a claim that failed before drawing drew nothing."""
+        return [*self._names(COMPUTED, "figure"), *self._names(REUSED, "figure")]
+
+    # -- saying what happened ----------------------------------------------------------------
+    def summarize(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """The terminal summary: what the session wrote, reused and found."""
+        write = terminalreporter.write_line
+        recovered = self.session.recovered
+        if recovered:  # said in the header too, which -q leaves out
+            terminalreporter.write_sep("-", "before this session began")
+            write(recovered)
+        if self.summary:
+            terminalreporter.write_sep("-", "results.log")
+            for line in self.summary:
+                write(line)
+        if self.obtained:
+            terminalreporter.write_sep("-", "what this run computed, against the record")
+            for line in self.obtained:
+                write(line)
+        trained = self.trained
+        if trained:
+            write(f"trained {len(trained)} networks this session: " + "; ".join(trained))
+        for kind, again in (("run", "trained"), ("result", "computed"), ("figure", "drawn")):
+            for e in self._events(DAMAGED, kind):
+                write(f"the cached {kind} {e.name!r} was damaged ({e.detail}): {again} again")
+        reused: dict[str, list[str]] = {}
+        for e in self._events(REUSED, "run"):  # each xdist worker loads what it needs
+            where = Platform.from_json(e.detail["platform"]).describe()
+            names = reused.setdefault(f"trained {e.detail['trained at']} with {where}", [])
+            if e.name not in names:
+                names.append(e.name)
+        for when, names in reused.items():
+            networks = "network" if len(names) == 1 else "networks"
+            write(
+                f"reused {len(names)} {networks} from pytest's cache ({when}): "
+                + "; ".join(names)
+                + ". --recompute trains them again"
+            )
+        results = self._names(REUSED, "result")
+        if results:
+            # "init gradient ratio (depth=8, norm=none, act=sigmoid)" and its kind: said once.
+            kinds = Counter(name.split(" (")[0] for name in results)
+            said = "; ".join(kind if n == 1 else f"{n} x {kind}" for kind, n in kinds.items())
+            write(
+                f"reused {len(results)} results computed earlier by the same code on this "
+                f"platform, from pytest's cache: {said}. --recompute computes them again"
+            )
+        figures = self._names(REUSED, "figure")
+        if figures:
+            write(
+                f"reused {len(figures)} figures drawn earlier from the same numbers by the same "
+                "code (copied from pytest's cache; --recompute draws them again)"
+            )
+        self._say_moved(terminalreporter)
+        if self.text:
+            terminalreporter.write_sep("-", "the workshop's text")
+            for line in self.text:
+                write(line)
+        self._say_coverage(terminalreporter)
+        self._say_titles(terminalreporter)
+        self._say_platform(terminalreporter)
+        notes = list(dict.fromkeys(n for c in self.claims.values() for n in c.notes))
+        if notes:
+            terminalreporter.write_sep("-", "how the cited lessons hold over other seeds")
+            for line in notes:
+                write(line)
+            write("Other seeds are another experiment: these say how general a lesson is, not")
+            write("what the cited line prints (snapshots/evidence/robustness.md has every claim).")
+
+    def _say_titles(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """A figure's title that holds only in part: which part, and how often it holds."""
+        partial = [t for c in self.claim_outcomes.values() for t in c.titles if t["sometimes"]]
+        if not partial:
+            return
+        terminalreporter.write_sep("-", "figures whose titles hold only in part")
+        for t in partial:
+            terminalreporter.write_line(f"{t['figure']}: {t['title']!r}")
+            for part in t["holds"]:
+                terminalreporter.write_line(f"  holds: {part}")
+            for part, how in t["sometimes"].items():
+                terminalreporter.write_line(f"  only sometimes: {part} ({how})")
+
+    def coverage(self) -> Coverage | None:
+        """With --workshop: the lines the text cites, those it never cites, and cited lines
+        no passing claim verified (None without citations, or without a log)."""
+        citations = [c for c in self.claims.values() if c.citation and c.ran]
+        if not citations or self.log is None:
+            return None
+        log = self.session.log
+        claim_lines = [log.line_number(key) for key in log.claimed_keys()]
+        cited = [n for c in citations for n in c.cited]
+        return coverage(cited, self.log.lines, claim_lines)
+
+    def _say_coverage(self, terminalreporter: pytest.TerminalReporter) -> None:
+        found = self.coverage()
+        if found is None:
+            return
+        terminalreporter.write_sep("-", "what the text cites")
+        for line in found.describe():
+            terminalreporter.write_line(line)
+
+    @property
+    def moved(self) -> list[Moved]:
+        """Every reading that prints otherwise than its snapshot, in log order; and every
+        reading of a line the recipe fills (a section's steps) that prints otherwise than
+        the record's log (`moved_in_the_recipe`)."""
+        found = {m.reading.name: m for c in self.claim_outcomes.values() for m in c.moved.values()}
+        for m in self._recipe_moved():
+            found.setdefault(m.reading.name, m)
+        return sorted(found.values(), key=lambda m: (m.line, m.reading.name))
+
+    def _recipe_moved(self) -> list[Moved]:
+        if self._recipe is None:
+            self._recipe = []
+            transaction = self.session.transaction
+            places = self.settings.places
+            record = places.results_log
+            if transaction is not None:  # the record as it was before this update began
+                record = transaction.before / record.relative_to(places.root)
+            if self.claim_outcomes and record.is_file():
+                try:
+                    recorded = self.session.log.read_published(record)
+                except PublishedLogError:
+                    return []  # another layout: its lines are not these lines
+                table = self.session.fragility()
+                fixed = self.session.log.fixed_lines()
+                self._recipe = moved_in_the_recipe(recorded, fixed, table)
+        return self._recipe
+
+    def _say_moved(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """What a reader of the log will see change: every reading printed otherwise than
+        its snapshot, by log line, old -> new (an update records them; a run fails or
+        drifts on them, as its platform says)."""
+        moved = self.moved
+        if not moved:
+            return
+        n = len(moved)
+        terminalreporter.write_sep("-", f"{n} quoted number{'s' if n > 1 else ''} moved")
+        terminalreporter.write_line(
+            (
+                "recorded in the snapshots now: the text's quotes of them are rewritten below"
+                if self.settings.workshop_text is not None
+                else "recorded in the snapshots now: the text must quote the new values "
+                "(--workshop DIR rewrites its quotes)"
+            )
+            if self.settings.update
+            else "computed here, not as the snapshots print them (judged above as failures "
+            "or drift, by where this run computed):"
+        )
+        for m in moved:
+            terminalreporter.write_line(f"  {m.describe()}")
+
+    def _say_platform(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """Where this run computed, what it was compared with, and what drifted."""
+        write = terminalreporter.write_line
+        self._say_stale_evidence(terminalreporter)
+        kind = self.standing.get("kind")
+        quoted = any(c.owns and c.ran for c in self.claim_outcomes.values())
+        if self.platform is None or kind is None or not quoted:
+            return  # no claim computed, or an update: compared with nothing
+        drift = list(dict.fromkeys(d for c in self.claims.values() for d in c.drift))
+        recorded = self.session.reference()
+        if kind == REFERENCE:
+            terminalreporter.write_sep("-", "the reference platform")
+            write(f"this run computed on the reference: {self.platform.describe()}")
+            write(f"every number was compared with the snapshots, bit for bit ({self.platform.id})")
+        elif kind == HELD:
+            s = self.settings
+            seeds = seed_variant_name(s.seeds)
+            terminalreporter.write_sep("-", "a platform the evidence holds")
+            write(f"this run: {self.platform.describe()} ({self.platform.id})")
+            write(
+                f"every number of its fragment{f' at {seeds}' if seeds else ''} was compared "
+                "with this run's, bit for bit; what the fragment lacks, as on a new platform"
+            )
+        else:
+            terminalreporter.write_sep("-", "this platform is new to the evidence")
+            write(
+                "Every claim's statement was asserted on this run; the numbers that moved are "
+                "drift, not failure:"
+            )
+            for line in drift:
+                write(f"  {line}")
+            if not drift:
+                write("  none: every number is the reference's")
+            said = recorded.describe() if recorded else "(unknown: no environment.json)"
+            write(f"the reference:  {said}")
+            write(f"this run:       {self.platform.describe()}")
+            write(f"what sets it apart: {self.session.apart()}")
+            # Another torch release is added by its own command, which records only the
+            # reference kernels: its numbers then say what that release moves, nothing else.
+            other_torch = recorded is not None and recorded.torch != self.platform.torch
+            command = (
+                f"{self.session.workshop.sweep_command} --release"
+                if other_torch
+                else f"{self.session.workshop.sweep_command} --here"
+            )
+            write(
+                "To add this platform to the evidence (so its numbers are then compared "
+                f"exactly): {command}"
+            )
+            write("--strict-numbers fails on any number that is not the reference's.")
+        if kind != NEW and drift:
+            write("numbers that drifted:")
+            for line in drift:
+                write(f"  {line}")
+
+    def _say_stale_evidence(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """The claims whose evidence is of another key than this checkout's: what is not read,
+        and the one command that computes only that again."""
+        stale = self.session.stale_claims()
+        if not stale:
+            return
+        table = self.session.committed_fragility()
+        readings = table.stale_readings(self.settings.keys)
+        write = terminalreporter.write_line
+        terminalreporter.write_sep("-", "the evidence is stale")
+        n = len(stale)
+        write(
+            f"The evidence of {n} claim{'s' if n != 1 else ''} was computed from other code "
+            "than this checkout's (the claim, or what it computes, changed since the sweep); "
+            f"{'their' if n != 1 else 'its'} {len(readings)} readings are judged without it:"
+        )
+        for claim in stale:
+            owned = sum(1 for r in readings if table.readings[r].claim == claim)
+            write(f"  {claim} ({owned} readings)")
+        write("Every other claim keeps its evidence, on every platform and seed.")
+        write(f"Compute only these again: {self.session.workshop.sweep_command}")
+
+
+def _result(claim: ClaimOutcome) -> ClaimResult:
+    return ClaimResult(
+        claim.outcome,
+        claim.owns,
+        tuple(claim.readings),
+        tuple(claim.drift),
+        claim.sentence,
+        tuple(claim.tables),
+    )
+
+
+CONTROLLER = pytest.StashKey[Controller]()  # on the controller's config only
+
+
+def controller_of(config: pytest.Config) -> Controller | None:
+    """The session's controller: None in an xdist worker, or before the session configured."""
+    return config.stash.get(CONTROLLER, None)
