@@ -1,6 +1,6 @@
 """Code keys: the code a function may execute, sliced by definition.
 
-A claim's evidence is keyed by the code it can reach (`claimlog.evidence.fragments.claim_keys`),
+A claim's evidence is keyed by the code it can reach (`claimlog.evidence.keys.claim_keys`),
 so that an edit makes stale only the claims it can change. `code_key(function)` digests that
 code: the function's own definition and, transitively, every definition of the workshop's
 folders it names (functions, classes, constants, each by the statement that sets it), each by

@@ -587,7 +587,7 @@ def own_evidence():
     their keys, as the sweep stamps the tables it merges (evidence of another key is not
     read)."""
     from bnvg.workshop import DECLARATION
-    from claimlog.evidence.fragments import claim_keys
+    from claimlog.evidence.keys import claim_keys
     from claimlog.places import Places
 
     def write(project, table):

@@ -332,3 +332,84 @@ def test_no_workshops_name_or_numbering_in_the_engines_code(module):
     tree = ast.parse(ENGINE_MODULES[module].read_text())
     named = sorted({w for w in _code_words(tree) if WORKSHOP_NAMES.search(w)})
     assert not named, named
+
+
+# -- the house: no circle, small modules, no global workshop, the size said ----------------------
+LONGEST = 500  # lines a module of the engine may have at most
+
+
+def test_the_engine_has_no_import_cycle_not_even_for_type_checking():
+    """Issue 50: the engine's modules are layers as a whole, not only within each room."""
+    graph = import_graph(set(ENGINE_MODULES), typing=True)
+    cycle = cycle_in(graph)
+    assert cycle is None, " -> ".join(cycle)
+
+
+@pytest.mark.parametrize("module", sorted(ENGINE_MODULES))
+def test_no_module_of_the_engine_is_longer_than_500_lines(module):
+    lines = len(ENGINE_MODULES[module].read_text().splitlines())
+    assert lines <= LONGEST, f"{module} has {lines} lines: split it by what its parts do"
+
+
+# What a process, not a session, did: the modules it froze once imported, the project a sweep
+# worker unpacked for its later jobs. Neither says anything of a workshop or a session.
+PROCESS_STATE = {"claimlog.machine": {"_FROZEN"}, "claimlog.sweep.job": {"_UNPACKED"}}
+
+
+def _module_level_state(tree):
+    """The names a module binds at its top level to something mutable that code may fill in
+    later (a list, a dict or a set): where a process-wide global would live."""
+    containers = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
+    for node in tree.body:
+        value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        made = isinstance(value, ast.Call) and getattr(value.func, "id", "") in (
+            "list",
+            "dict",
+            "set",
+        )
+        if isinstance(value, containers) or made:
+            yield from (t.id for t in targets if isinstance(t, ast.Name))
+
+
+@pytest.mark.parametrize("module", sorted(ENGINE_MODULES))
+def test_no_module_keeps_the_workshop_or_the_session_in_a_global(module):
+    """Issue 50: the declaration and the session's state live in a `ClaimSession` on
+    pytest's config, handed to what needs them; no module keeps a workshop (or anything a
+    session fills in) in a global, and no function hands out "the declared workshop"."""
+    source = ENGINE_MODULES[module].read_text()
+    tree = ast.parse(source)
+    assert "global " not in source.replace("global generators", "")
+    filled = [
+        name
+        for name in _module_level_state(tree)
+        if name not in PROCESS_STATE.get(module, ())
+        and re.search(rf"\b{name}\s*(\[[^\]]*\]\s*=|\.(append|add|update|setdefault)\()", source)
+    ]
+    assert not filled, f"{module} fills module-level state: {filled}"
+    functions = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    assert not functions & {"declared", "declare"}, module
+
+
+def engine_lines():
+    """The engine's size, as docs/architecture.md says it: its modules and non-blank lines."""
+    texts = [p.read_text() for p in ENGINE_MODULES.values()]
+    lines = sum(1 for text in texts for line in text.splitlines() if line.strip())
+    return f"{len(texts)} modules, {lines:,} non-blank lines of Python"
+
+
+SIZE = re.compile(r"(<!-- engine size -->)(.*?)(<!-- end engine size -->)", re.S)
+
+
+def test_the_architecture_page_says_the_engines_size():
+    """Issue 50: docs/architecture.md gives the engine's line count, generated: run
+    `python tests/test_architecture.py` to write it again."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    found = SIZE.search(page)
+    assert found, "docs/architecture.md has no <!-- engine size --> section"
+    assert found[2] == engine_lines(), "run `python tests/test_architecture.py`"
+
+
+if __name__ == "__main__":  # writes docs/architecture.md's generated size
+    PAGE = ROOT / "docs" / "architecture.md"
+    PAGE.write_text(SIZE.sub(lambda m: m[1] + engine_lines() + m[3], PAGE.read_text()))

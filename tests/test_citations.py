@@ -5,7 +5,8 @@ import pytest
 from bnvg.log.layout import log as bnvg_log
 from claimlog.evidence.fragility import EMPTY
 from claimlog.log.readings import FRACTION, MAGNITUDE, RATIO, REAL, SETTING, Quantity, Reading
-from claimlog.text.citations import CitedLine, check, find_citations, rounds_to, says
+from claimlog.text.checks import CitedLine, check, rounds_to, says
+from claimlog.text.citations import find_citations
 
 LOG = bnvg_log()  # the workshop's log, as claimlog reads it
 
@@ -345,7 +346,7 @@ def test_the_3015x_headline_holds_for_line_40_with_a_note_on_other_starting_weig
 
 
 def test_coverage_names_the_lines_cited_never_cited_and_cited_but_unverified():
-    from claimlog.text.citations import coverage
+    from claimlog.text.checks import coverage
 
     lines = {
         40: CitedLine(40, "ratio", ()),

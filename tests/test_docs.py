@@ -24,7 +24,7 @@ from bnvg.log.layout import log as bnvg_log
 from bnvg.workshop import DECLARATION
 from claimlog.evidence.fragility import from_document
 from claimlog.places import Places
-from claimlog.sweep import report
+from claimlog.sweep import platforms
 from claimlog.sweep.merge import (
     ARM64_BEGIN,
     ARM64_END,
@@ -293,10 +293,10 @@ def test_the_platform_pages_sections_are_the_committed_evidence_rendered():
     fragility = from_document(json.loads(PLACES.fragility_json.read_text()))
     robustness = json.loads(PLACES.robustness_json.read_text())
     page = (ROOT / PLATFORMS_PAGE).read_text()
-    costs = report.render_upgrades(
+    costs = platforms.render_upgrades(
         fragility, robustness, len(LOG.lines), LOG.versions_line(), DECLARATION.published
     )
-    arm64 = report.render_architectures(fragility, robustness, LOG.versions_line())
+    arm64 = platforms.render_architectures(fragility, robustness, LOG.versions_line())
     rendered = with_findings(
         with_findings(page, costs, UPGRADES_BEGIN, UPGRADES_END), arm64, ARM64_BEGIN, ARM64_END
     )

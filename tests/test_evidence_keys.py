@@ -1,7 +1,7 @@
 """Evidence keyed per claim: an edit makes stale exactly the evidence of the claims whose code
 reaches it, and a fragment's fresh part is what the merge and the plugin read.
 
-The keys are read from the source (`claimlog.evidence.fragments.claim_keys`), so an edit of the
+The keys are read from the source (`claimlog.evidence.keys.claim_keys`), so an edit of the
 experiment is made in a copy of bnvg imported in a subprocess, and an edit of a claim in a
 copy of claims/.
 """
@@ -16,7 +16,8 @@ import pytest
 
 from bnvg.workshop import DECLARATION
 from claimlog.evidence.fragility import Fragility, ReadingEvidence, Seen
-from claimlog.evidence.fragments import Fragment, FragmentStore, Variant, claim_keys
+from claimlog.evidence.fragments import Fragment, FragmentStore, Variant
+from claimlog.evidence.keys import claim_keys
 from claimlog.log.readings import Reading
 from claimlog.places import Places
 from claimlog.runner import scratch_copy
@@ -38,7 +39,7 @@ KEYS_OF_THE_COPY = """
 import json, sys
 from pathlib import Path
 from claimlog.declaration import declared_in
-from claimlog.evidence.fragments import claim_keys
+from claimlog.evidence.keys import claim_keys
 from claimlog.places import Places
 workshop = declared_in(Path(sys.argv[1]))
 print(json.dumps(claim_keys(Places(Path(sys.argv[1])), workshop)))
@@ -50,7 +51,7 @@ KEYS_AFTER_EACH_EDIT = """
 import json, sys
 from pathlib import Path
 from claimlog.declaration import declared_in
-from claimlog.evidence.fragments import claim_keys
+from claimlog.evidence.keys import claim_keys
 from claimlog.places import Places
 project = Path(sys.argv[1])
 workshop = declared_in(project)
@@ -254,7 +255,7 @@ def test_the_keys_are_kept_in_pytest_cache_for_every_process_while_no_file_chang
 ):
     """Slicing the code costs each claims session about half a second; a session finds the
     keys an earlier one kept (in pytest's cache), and an edit that moves a key is sliced anew."""
-    import claimlog.evidence.fragments as fragments
+    import claimlog.evidence.keys as keys
     from claimlog.store import Store
 
     project = scratch_copy(ROOT, tmp_path / "project")
@@ -265,10 +266,9 @@ def test_the_keys_are_kept_in_pytest_cache_for_every_process_while_no_file_chang
     def no_slicing(*args):
         raise AssertionError("the keys were sliced again")
 
-    monkeypatch.setattr(fragments, "_claim_keys", no_slicing)
-    assert (
-        claim_keys(Places(project), DECLARATION, kept) == sliced
-    )  # read back, as another process would
+    monkeypatch.setattr(keys, "_claim_keys", no_slicing)
+    # Read back, as another process would.
+    assert claim_keys(Places(project), DECLARATION, kept) == sliced
 
     claims = project / "claims" / "test_s2_sigmoid_and_loss.py"
     claims.write_text(claims.read_text().replace("about(0.0177)", "about(0.018)", 1))

@@ -130,7 +130,7 @@ def standing_settings(**changes):
     import dataclasses
 
     from bnvg.workshop import DECLARATION
-    from claimlog.evidence.fragments import claim_keys
+    from claimlog.evidence.keys import claim_keys
     from claimlog.places import Places
     from claimlog.plugin.options import Settings
 

@@ -24,7 +24,8 @@ from claimlog.log.readings import (
     at_most,
     below,
 )
-from claimlog.text.citations import CitedLine, bound_worded, find_citations
+from claimlog.text.checks import CitedLine
+from claimlog.text.citations import bound_worded, find_citations
 from claimlog.text.rewrites import Left, describe_rewrites, plan
 
 S5 = "test_s5_geometric_decay"

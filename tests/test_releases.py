@@ -12,7 +12,7 @@ from claimlog.evidence.fragility import from_document
 from claimlog.evidence.fragility import load as load_fragility
 from claimlog.log.readings import PERCENT, STEP, STEP_SPEC, Quantity, Reading, at_least, at_most
 from claimlog.places import Places
-from claimlog.sweep import report
+from claimlog.sweep import platforms, report
 from claimlog.sweep.merge import PLATFORMS_PAGE, build_document, build_robustness
 
 LOG = bnvg_log()  # the workshop's log, as claimlog reads it
@@ -80,9 +80,9 @@ def test_an_upgrade_lists_the_lines_that_move_and_the_statements_that_break():
         "2.15.0": {claim: "failed"},
     }
     robustness = build_robustness("ref", {}, {}, {claim: "..."}, outcomes)
-    assert report.failing_claims(robustness, "2.15.0", reference="2.13.0") == [claim]
-    assert report.failing_claims(robustness, "2.14.1", reference="2.13.0") == []
-    text = report.render_upgrades(t, robustness, 107, VERSIONS, DECLARATION.published)
+    assert platforms.failing_claims(robustness, "2.15.0", reference="2.13.0") == [claim]
+    assert platforms.failing_claims(robustness, "2.14.1", reference="2.13.0") == []
+    text = platforms.render_upgrades(t, robustness, 107, VERSIONS, DECLARATION.published)
     v = LOG.versions_line()
     assert f"**torch 2.14.1**: 1 line moves ({v})." in text
     assert f"**torch 2.15.0**: 2 lines move ({v}, 66)." in text
@@ -100,11 +100,11 @@ def test_an_upgrade_lists_the_lines_that_move_and_the_statements_that_break():
 
 def test_what_a_release_or_a_platform_prints_otherwise_is_a_platform_difference():
     t = table({"2.15.0": readings(first=150)}, kernels={"amd": readings(acc=52.0)})
-    [on_release] = report.moved(t, "2.15.0")
-    assert isinstance(on_release, report.PlatformDifference)
+    [on_release] = platforms.moved(t, "2.15.0")
+    assert isinstance(on_release, platforms.PlatformDifference)
     assert (on_release.evidence.name, on_release.there.printed) == (FIRST_NAME, "step 150")
     assert on_release.breaks  # at most 100 held on the reference, not there
-    [on_amd] = report.moved_on(t, "amd/native")
+    [on_amd] = platforms.moved_on(t, "amd/native")
     assert (on_amd.evidence.name, on_amd.there.printed) == (ACC_NAME, "52.0")
     assert not on_amd.breaks  # at least 90 held on neither
 
@@ -113,22 +113,22 @@ def test_the_published_log_is_placed_per_release():
     published = {ACC_NAME: Reading("S8 layer norm", ACC, 100.0)}
     t = table({"2.12.1": readings(acc=100.0), "2.15.0": readings()}, published=published)
     # Line 66 has no published reading here: only lines with published numbers are placed.
-    assert report.published_lines(t, "2.12.1") == ([96], [])
-    assert report.published_lines(t, "2.13.0") == ([], [96])
-    text = report.render_upgrades(
+    assert platforms.published_lines(t, "2.12.1") == ([96], [])
+    assert platforms.published_lines(t, "2.13.0") == ([], [96])
+    text = platforms.render_upgrades(
         t, build_robustness("ref", {}, {}, {}), 107, VERSIONS, DECLARATION.published
     )
     assert "- torch 2.12.1: 1 of 1 lines with numbers; not none" in text
     assert "no torch release here reproduces published lines none." in text
     alone = table({"2.15.0": readings()}, published=published)
-    assert "no torch release here reproduces published lines 96." in report.render_upgrades(
+    assert "no torch release here reproduces published lines 96." in platforms.render_upgrades(
         alone, build_robustness("ref", {}, {}, {}), reference_lines=107
     )
 
 
 def test_without_releases_the_section_says_how_to_add_one():
     t = table({})
-    assert "nox -s torch-<release>" in report.render_upgrades(
+    assert "nox -s torch-<release>" in platforms.render_upgrades(
         t, build_robustness("ref", {}, {}, {}), 107
     )
 
@@ -173,8 +173,8 @@ def test_an_arm64_platform_lists_what_moves_and_what_was_robust_on_every_x86_64_
     )
     # Robust on x86-64 (only the reference printed it there), fragile now that arm64 moved it.
     first = t.readings[FIRST_NAME]
-    assert report.robust_elsewhere(t, first) and first.platform_verdict == "fragile"
-    assert not report.robust_elsewhere(t, t.readings[ACC_NAME])
+    assert platforms.robust_elsewhere(t, first) and first.platform_verdict == "fragile"
+    assert not platforms.robust_elsewhere(t, t.readings[ACC_NAME])
     robustness = build_robustness(
         "ref",
         {},
@@ -182,7 +182,7 @@ def test_an_arm64_platform_lists_what_moves_and_what_was_robust_on_every_x86_64_
         {claim: "..."},
         architectures={"aarch64, Arm Neoverse-N1, emulated": {claim: "failed"}},
     )
-    text = report.render_architectures(t, robustness, VERSIONS)
+    text = platforms.render_architectures(t, robustness, VERSIONS)
     v = LOG.versions_line()
     assert (
         "**aarch64, Arm Neoverse-N1, emulated** (torch 2.13.0+cu130, ATen DEFAULT, emulated by "
@@ -201,7 +201,7 @@ def test_an_arm64_platform_lists_what_moves_and_what_was_robust_on_every_x86_64_
 
 
 def test_without_another_architecture_the_section_says_how_to_add_one():
-    assert "nox -s arm64" in report.render_architectures(
+    assert "nox -s arm64" in platforms.render_architectures(
         table({}), build_robustness("r", {}, {}, {})
     )
 

@@ -19,7 +19,8 @@ import pytest
 from filelock import FileLock
 
 from bnvg.workshop import DECLARATION
-from claimlog.evidence.fragments import Fragment, FragmentStore, claim_keys
+from claimlog.evidence.fragments import Fragment, FragmentStore
+from claimlog.evidence.keys import claim_keys
 from claimlog.places import Places
 from claimlog.runner import environment, scratch_copy
 from claimlog.sweep.merge import GENERATED, SWEEP_PAGE, with_findings

@@ -13,7 +13,8 @@ from claimlog.evidence.fragility import EMPTY
 from claimlog.evidence.verdicts import Moved
 from claimlog.log.readings import LOSS, PERCENT, Quantity, Reading
 from claimlog.places import Places
-from claimlog.text.citations import CitedLine, find_citations, uncited_numbers
+from claimlog.text.checks import CitedLine
+from claimlog.text.citations import find_citations, uncited_numbers
 from claimlog.text.documents import Edit, StaleEdit, passages, rewritten
 from claimlog.text.prose import NOTHING_CITED
 from claimlog.text.rewrites import FAILED_CLAIM, plan, rewrite_documents, written_like

@@ -236,7 +236,7 @@ class Fragility:
     # The runs on another architecture than the reference's, labelled:
     # run name -> "aarch64, Arm Neoverse-N1, emulated".
     architectures: Mapping[str, str] = field(default_factory=dict)
-    # Each claim's key when its evidence was computed (`claimlog.evidence.fragments.claim_keys`).
+    # Each claim's key when its evidence was computed (`claimlog.evidence.keys.claim_keys`).
     keys: Mapping[str, str] = field(default_factory=dict)
 
     def reading(self, name: str) -> ReadingEvidence | None:

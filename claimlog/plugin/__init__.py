@@ -136,11 +136,11 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     spec = str(early_config.getini(INI_NAME))
     if not spec:
         return
-    from claimlog import platform
+    from claimlog.platform import NUMPY_VARIABLE, TORCH_VARIABLES, VARIABLES, apply
 
-    reads = {"torch": platform.TORCH_VARIABLES, "numpy": (platform.NUMPY_VARIABLE,)}
-    before = {name: os.environ.get(name) for name in platform.VARIABLES}
-    platform.apply()
+    reads = {"torch": TORCH_VARIABLES, "numpy": (NUMPY_VARIABLE,)}
+    before = {name: os.environ.get(name) for name in VARIABLES}
+    apply()
     # torch and numpy read their variables as they are imported: one imported already
     # computes with its own choice (the platform says what), not the reference's.
     early_config.stash[IMPORTED_FIRST] = [
@@ -183,14 +183,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     """Before the first test: what the session found before it began (an update interrupted,
-    undone), and where this run stands (`ClaimSession.header_line`)."""
+    undone), and where this run stands (`claimlog.plugin.summary.header_line`)."""
     from claimlog.plugin.options import runs_claims
 
     session = _session(config)
     if session is None or not session.configured:
         return []
     lines = [session.recovered] if session.recovered else []
-    return lines + ([session.header_line()] if runs_claims(config) else [])
+    if runs_claims(config):
+        from claimlog.plugin.summary import header_line
+
+        lines.append(header_line(session))
+    return lines
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
@@ -287,7 +291,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     """A claim that read a moved history but never quoted still fails, naming it."""
     result = yield
     if _session(item.config) is not None:
-        from claimlog.plugin.quoting import pending
+        from claimlog.plugin.numbers import pending
 
         deferred = pending(item)
         if deferred:
@@ -356,7 +360,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     controller = _controller(terminalreporter.config)
     if controller is not None:
-        controller.summarize(terminalreporter)
+        from claimlog.plugin.summary import summarize
+
+        summarize(controller, terminalreporter)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

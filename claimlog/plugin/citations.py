@@ -41,7 +41,8 @@ from claimlog.plugin.outcomes import CITATION, CITED, DRIFT, LEFT, NOTE, REWRITE
 from claimlog.plugin.session import session_of
 from claimlog.store import relative
 from claimlog.text import outputs
-from claimlog.text.citations import Citation, check, find_citations, uncited_numbers
+from claimlog.text.checks import check
+from claimlog.text.citations import Citation, find_citations, uncited_numbers
 from claimlog.text.documents import UnreadableDocument, is_text, passages, why_not_followed
 from claimlog.text.rewrites import plan
 

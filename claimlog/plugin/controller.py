@@ -21,7 +21,6 @@ computed and what drifted, and whether the sweep's evidence is stale.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -32,7 +31,7 @@ import pytest
 from claimlog.evidence.fragments import seed_variant_name
 from claimlog.evidence.record import ClaimResult, Record
 from claimlog.evidence.tables import Table
-from claimlog.evidence.verdicts import HELD, NEW, REFERENCE, Moved, moved_in_the_recipe
+from claimlog.evidence.verdicts import Moved, moved_in_the_recipe
 from claimlog.kernels import fingerprint, kernel_bits, reference_kernels
 from claimlog.log.lines import PublishedLogError
 from claimlog.log.readings import Reading
@@ -49,10 +48,10 @@ from claimlog.plugin.outcomes import NOT_VERIFIED, ClaimOutcome, LogAssembly, as
 from claimlog.plugin.reports import render_claims_report
 from claimlog.plugin.session import ClaimSession, holds_snapshots
 from claimlog.runner import differing_figures, differing_lines, extra_figures
-from claimlog.store import COMPUTED, DAMAGED, REUSED, Event, atomic_write, relative
+from claimlog.store import COMPUTED, REUSED, Event, atomic_write, relative
 from claimlog.text import outputs
 from claimlog.text import rewrites as text_rewrites
-from claimlog.text.citations import Coverage, coverage
+from claimlog.text.checks import Coverage, coverage
 from claimlog.text.documents import text_files
 
 
@@ -197,19 +196,19 @@ class Controller:
         """What every process of this session did with the results it keeps."""
         return self.session.events
 
-    def _events(self, what: str, kind: str) -> list[Event]:
+    def events_of(self, what: str, kind: str) -> list[Event]:
         """Every `what` ("computed", "reused", "damaged") of a `kind` this session, in any
         process."""
         return [e for e in self._all_events() if e.what == what and e.kind == kind]
 
-    def _names(self, what: str, kind: str) -> list[str]:
+    def names_of(self, what: str, kind: str) -> list[str]:
         """Their names, each once (every xdist worker loads what it needs)."""
-        return list(dict.fromkeys(e.name for e in self._events(what, kind)))
+        return list(dict.fromkeys(e.name for e in self.events_of(what, kind)))
 
     @property
     def trained(self) -> list[str]:
         """The runs trained this session, by this process and every xdist worker."""
-        return [e.name for e in self._events(COMPUTED, "run")]
+        return [e.name for e in self.events_of(COMPUTED, "run")]
 
     @property
     def claim_outcomes(self) -> dict[str, ClaimOutcome]:
@@ -399,86 +398,7 @@ class Controller:
     def _drawn(self) -> list[str]:
         """The figures this session drew, or copied from pytest's cache, into its folder (in
         any process): a claim that failed before drawing drew nothing."""
-        return [*self._names(COMPUTED, "figure"), *self._names(REUSED, "figure")]
-
-    # -- saying what happened ----------------------------------------------------------------
-    def summarize(self, terminalreporter: pytest.TerminalReporter) -> None:
-        """The terminal summary: what the session wrote, reused and found."""
-        write = terminalreporter.write_line
-        recovered = self.session.recovered
-        if recovered:  # said in the header too, which -q leaves out
-            terminalreporter.write_sep("-", "before this session began")
-            write(recovered)
-        if self.summary:
-            terminalreporter.write_sep("-", "results.log")
-            for line in self.summary:
-                write(line)
-        if self.obtained:
-            terminalreporter.write_sep("-", "what this run computed, against the record")
-            for line in self.obtained:
-                write(line)
-        trained = self.trained
-        if trained:
-            write(f"trained {len(trained)} networks this session: " + "; ".join(trained))
-        for kind, again in (("run", "trained"), ("result", "computed"), ("figure", "drawn")):
-            for e in self._events(DAMAGED, kind):
-                write(f"the cached {kind} {e.name!r} was damaged ({e.detail}): {again} again")
-        reused: dict[str, list[str]] = {}
-        for e in self._events(REUSED, "run"):  # each xdist worker loads what it needs
-            where = Platform.from_json(e.detail["platform"]).describe()
-            names = reused.setdefault(f"trained {e.detail['trained at']} with {where}", [])
-            if e.name not in names:
-                names.append(e.name)
-        for when, names in reused.items():
-            networks = "network" if len(names) == 1 else "networks"
-            write(
-                f"reused {len(names)} {networks} from pytest's cache ({when}): "
-                + "; ".join(names)
-                + ". --recompute trains them again"
-            )
-        results = self._names(REUSED, "result")
-        if results:
-            # "init gradient ratio (depth=8, norm=none, act=sigmoid)" and its kind: said once.
-            kinds = Counter(name.split(" (")[0] for name in results)
-            said = "; ".join(kind if n == 1 else f"{n} x {kind}" for kind, n in kinds.items())
-            write(
-                f"reused {len(results)} results computed earlier by the same code on this "
-                f"platform, from pytest's cache: {said}. --recompute computes them again"
-            )
-        figures = self._names(REUSED, "figure")
-        if figures:
-            write(
-                f"reused {len(figures)} figures drawn earlier from the same numbers by the same "
-                "code (copied from pytest's cache; --recompute draws them again)"
-            )
-        self._say_moved(terminalreporter)
-        if self.text:
-            terminalreporter.write_sep("-", "the workshop's text")
-            for line in self.text:
-                write(line)
-        self._say_coverage(terminalreporter)
-        self._say_titles(terminalreporter)
-        self._say_platform(terminalreporter)
-        notes = list(dict.fromkeys(n for c in self.claims.values() for n in c.notes))
-        if notes:
-            terminalreporter.write_sep("-", "how the cited lessons hold over other seeds")
-            for line in notes:
-                write(line)
-            write("Other seeds are another experiment: these say how general a lesson is, not")
-            write("what the cited line prints (snapshots/evidence/robustness.md has every claim).")
-
-    def _say_titles(self, terminalreporter: pytest.TerminalReporter) -> None:
-        """A figure's title that holds only in part: which part, and how often it holds."""
-        partial = [t for c in self.claim_outcomes.values() for t in c.titles if t["sometimes"]]
-        if not partial:
-            return
-        terminalreporter.write_sep("-", "figures whose titles hold only in part")
-        for t in partial:
-            terminalreporter.write_line(f"{t['figure']}: {t['title']!r}")
-            for part in t["holds"]:
-                terminalreporter.write_line(f"  holds: {part}")
-            for part, how in t["sometimes"].items():
-                terminalreporter.write_line(f"  only sometimes: {part} ({how})")
+        return [*self.names_of(COMPUTED, "figure"), *self.names_of(REUSED, "figure")]
 
     def coverage(self) -> Coverage | None:
         """With --workshop: the lines the text cites, those it never cites, and cited lines
@@ -490,14 +410,6 @@ class Controller:
         claim_lines = [log.line_number(key) for key in log.claimed_keys()]
         cited = [n for c in citations for n in c.cited]
         return coverage(cited, self.log.lines, claim_lines)
-
-    def _say_coverage(self, terminalreporter: pytest.TerminalReporter) -> None:
-        found = self.coverage()
-        if found is None:
-            return
-        terminalreporter.write_sep("-", "what the text cites")
-        for line in found.describe():
-            terminalreporter.write_line(line)
 
     @property
     def moved(self) -> list[Moved]:
@@ -526,106 +438,6 @@ class Controller:
                 fixed = self.session.log.fixed_lines()
                 self._recipe = moved_in_the_recipe(recorded, fixed, table)
         return self._recipe
-
-    def _say_moved(self, terminalreporter: pytest.TerminalReporter) -> None:
-        """What a reader of the log will see change: every reading printed otherwise than
-        its snapshot, by log line, old -> new (an update records them; a run fails or
-        drifts on them, as its platform says)."""
-        moved = self.moved
-        if not moved:
-            return
-        n = len(moved)
-        terminalreporter.write_sep("-", f"{n} quoted number{'s' if n > 1 else ''} moved")
-        terminalreporter.write_line(
-            (
-                "recorded in the snapshots now: the text's quotes of them are rewritten below"
-                if self.settings.workshop_text is not None
-                else "recorded in the snapshots now: the text must quote the new values "
-                "(--workshop DIR rewrites its quotes)"
-            )
-            if self.settings.update
-            else "computed here, not as the snapshots print them (judged above as failures "
-            "or drift, by where this run computed):"
-        )
-        for m in moved:
-            terminalreporter.write_line(f"  {m.describe()}")
-
-    def _say_platform(self, terminalreporter: pytest.TerminalReporter) -> None:
-        """Where this run computed, what it was compared with, and what drifted."""
-        write = terminalreporter.write_line
-        self._say_stale_evidence(terminalreporter)
-        kind = self.standing.get("kind")
-        quoted = any(c.owns and c.ran for c in self.claim_outcomes.values())
-        if self.platform is None or kind is None or not quoted:
-            return  # no claim computed, or an update: compared with nothing
-        drift = list(dict.fromkeys(d for c in self.claims.values() for d in c.drift))
-        recorded = self.session.reference()
-        if kind == REFERENCE:
-            terminalreporter.write_sep("-", "the reference platform")
-            write(f"this run computed on the reference: {self.platform.describe()}")
-            write(f"every number was compared with the snapshots, bit for bit ({self.platform.id})")
-        elif kind == HELD:
-            s = self.settings
-            seeds = seed_variant_name(s.seeds)
-            terminalreporter.write_sep("-", "a platform the evidence holds")
-            write(f"this run: {self.platform.describe()} ({self.platform.id})")
-            write(
-                f"every number of its fragment{f' at {seeds}' if seeds else ''} was compared "
-                "with this run's, bit for bit; what the fragment lacks, as on a new platform"
-            )
-        else:
-            terminalreporter.write_sep("-", "this platform is new to the evidence")
-            write(
-                "Every claim's statement was asserted on this run; the numbers that moved are "
-                "drift, not failure:"
-            )
-            for line in drift:
-                write(f"  {line}")
-            if not drift:
-                write("  none: every number is the reference's")
-            said = recorded.describe() if recorded else "(unknown: no environment.json)"
-            write(f"the reference:  {said}")
-            write(f"this run:       {self.platform.describe()}")
-            write(f"what sets it apart: {self.session.apart()}")
-            # Another torch release is added by its own command, which records only the
-            # reference kernels: its numbers then say what that release moves, nothing else.
-            other_torch = recorded is not None and recorded.torch != self.platform.torch
-            command = (
-                f"{self.session.workshop.sweep_command} --release"
-                if other_torch
-                else f"{self.session.workshop.sweep_command} --here"
-            )
-            write(
-                "To add this platform to the evidence (so its numbers are then compared "
-                f"exactly): {command}"
-            )
-            write("--strict-numbers fails on any number that is not the reference's.")
-        if kind != NEW and drift:
-            write("numbers that drifted:")
-            for line in drift:
-                write(f"  {line}")
-
-    def _say_stale_evidence(self, terminalreporter: pytest.TerminalReporter) -> None:
-        """The claims whose evidence is of another key than this checkout's: what is not read,
-        and the one command that computes only that again."""
-        stale = self.session.stale_claims()
-        if not stale:
-            return
-        table = self.session.committed_fragility()
-        readings = table.stale_readings(self.settings.keys)
-        write = terminalreporter.write_line
-        terminalreporter.write_sep("-", "the evidence is stale")
-        n = len(stale)
-        write(
-            f"The evidence of {n} claim{'s' if n != 1 else ''} was computed from other code "
-            "than this checkout's (the claim, or what it computes, changed since the sweep); "
-            f"{'their' if n != 1 else 'its'} {len(readings)} readings are judged without it:"
-        )
-        for claim in stale:
-            owned = sum(1 for r in readings if table.readings[r].claim == claim)
-            write(f"  {claim} ({owned} readings)")
-        write("Every other claim keeps its evidence, on every platform and seed.")
-        write(f"Compute only these again: {self.session.workshop.sweep_command}")
 
 
 def _result(claim: ClaimOutcome) -> ClaimResult:

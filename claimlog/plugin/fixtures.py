@@ -37,9 +37,10 @@ import pytest
 from claimlog.evidence.tables import Table
 from claimlog.log.lines import VERSIONS
 from claimlog.machine import import_for_the_whole_process, import_torch, installed
+from claimlog.plugin.numbers import NumberSnapshots
 from claimlog.plugin.options import UPDATE_COMMAND, owned_keys
 from claimlog.plugin.outcomes import TITLE, channel
-from claimlog.plugin.quoting import NumberSnapshots, Quoted, damage, extension_for, send_line
+from claimlog.plugin.quoting import Quoted, damage, extension_for, send_line
 from claimlog.plugin.session import RUNS_CACHE, session_of
 from claimlog.store import (
     REUSED,

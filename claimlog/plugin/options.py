@@ -27,12 +27,13 @@ from pathlib import Path
 
 import pytest
 
-from claimlog import platform
 from claimlog.declaration import Declaration
 from claimlog.evidence.fragments import seed_variant_name
 from claimlog.log.lines import Log
 from claimlog.machine import use_threads
 from claimlog.places import Places
+from claimlog.platform import VARIABLES
+from claimlog.platform import apply as apply_kernels
 
 # -- options and settings -------------------------------------------------------------------
 UPDATE_COMMAND = "pytest claims/ --snapshot-update"
@@ -322,8 +323,8 @@ def read_settings(
             )
     # Before anything imports torch: ATen, MKL and oneDNN read their variables as they start.
     native = bool(config.getoption("claimlog_native_kernels"))
-    before = {name: os.environ.get(name) for name in platform.VARIABLES}
-    origins = platform.apply(native=native)
+    before = {name: os.environ.get(name) for name in VARIABLES}
+    origins = apply_kernels(native=native)
     changed = [name for name, value in before.items() if os.environ.get(name) != value]
     if "torch" in sys.modules and changed:
         config.issue_config_time_warning(

@@ -24,7 +24,7 @@ from claimlog.evidence.tables import Table
 from claimlog.evidence.verdicts import Moved
 from claimlog.log.lines import Log, LogLine
 from claimlog.log.readings import Reading
-from claimlog.text.citations import CitedLine
+from claimlog.text.checks import CitedLine
 from claimlog.text.rewrites import Left, Rewrite
 
 # -- the channel: what a claim's report carries to the controller ---------------------------

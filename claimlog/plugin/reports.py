@@ -32,7 +32,8 @@ from claimlog.plugin.options import Settings, owned_keys
 from claimlog.plugin.outcomes import DRIFT, READINGS, STORED, ClaimOutcome, LogAssembly, payloads
 from claimlog.plugin.session import ClaimSession
 from claimlog.store import relative
-from claimlog.text.citations import Coverage, Uncited
+from claimlog.text.checks import Coverage
+from claimlog.text.citations import Uncited
 from claimlog.text.prose import NOTHING_CITED
 
 # -- the claims report ----------------------------------------------------------------------

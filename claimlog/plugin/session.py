@@ -38,14 +38,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from claimlog.declaration import Declaration, Training
-from claimlog.evidence.fragility import EMPTY, Fragility
+from claimlog.evidence.fragility import Fragility
 from claimlog.evidence.fragility import load as load_fragility
-from claimlog.evidence.fragments import FragmentStore, claim_keys, seed_variant_name
+from claimlog.evidence.fragments import FragmentStore, seed_variant_name
+from claimlog.evidence.keys import claim_keys
 from claimlog.evidence.verdicts import HELD, NEW, REFERENCE, Standing
 from claimlog.kernels import (
     NotDeterministic,
-    differing,
-    family,
     fingerprint,
     kept_kernel_bits,
     kernel_bits,
@@ -275,36 +274,6 @@ class ClaimSession:
         found = self.standing
         return {"kind": found.kind, "platform": found.platform, "reference": found.reference}
 
-    def apart(self) -> str:
-        """What sets this platform apart from the reference, for people: the names that
-        differ ("torch 2.14.1+cpu, not 2.13.0+cpu"), then the workshop's kernels whose bits
-        differ ("2 of its 74 kernels give other bits here than on the reference:
-        aten.addmm.default on float32 [300, 32], float32 [32, 32], ...")."""
-        reference = self.reference()
-        if reference is None:
-            return "no reference is recorded"
-        ours, theirs = self.platform.identity(), reference.identity()
-        said = [
-            f"{name} {ours.get(name, 'not named')}, not {theirs.get(name, 'not named')}"
-            for name in dict.fromkeys([*theirs, *ours])
-            if name != "fingerprint" and ours.get(name) != theirs.get(name)
-        ]
-        kernels = reference_kernels(self.settings.places.environment)
-        bits = self.kernel_bits()
-        moved = differing(bits, kernels)
-        if moved:
-            shown = "; ".join(moved[:2]) + (
-                f"; and {len(moved) - 2} more" if len(moved) > 2 else ""
-            )
-            give = "gives" if len(moved) == 1 else "give"
-            named = sorted({family(k) or "" for k in kernels if bits.get(k) != kernels[k]} - {""})
-            what = f" ({' and '.join(named)} among them)" if named else ""
-            said.append(
-                f"{len(moved)} of its {len(kernels)} kernels {give} other bits here than on "
-                f"the reference{what}: {shown}"
-            )
-        return ", ".join(said) or "the same names and bits as the reference"
-
     # -- the evidence -------------------------------------------------------------------------
     def committed_fragility(self) -> Fragility:
         """The sweep's committed table as it is, of whichever experiment it measured."""
@@ -325,49 +294,6 @@ class ClaimSession:
         """The claims whose evidence in the committed table is of another key than this
         checkout's: their code, or what they compute, changed since the sweep."""
         return self.committed_fragility().stale_claims(self.settings.keys)
-
-    def header_line(self) -> str:
-        """ "bnvg: the reference platform (...); the evidence is fresh; a full run (...)"."""
-        s, sweep = self.settings, self.workshop.sweep_command
-        here, kind = self.platform, self.standing.kind
-        if s.update:
-            where = f"an update on {here.describe()}: the snapshots will hold its numbers"
-        elif kind == REFERENCE:
-            where = (
-                f"the reference platform ({here.describe()}): every number compared with the "
-                "snapshots, bit for bit"
-            )
-        elif kind == HELD:
-            where = (
-                f"a platform the evidence holds ({here.id}): every number compared with its "
-                "own fragment, bit for bit"
-            )
-        else:
-            where = (
-                f"a platform new to the evidence ({here.describe()}; {self.apart()}): the "
-                "claims' sentences decide, and a number that moved is drift while the "
-                "evidence says the code is the record's"
-            )
-        seeds = seed_variant_name(s.seeds)
-        if seeds is not None:
-            where += f"; at {seeds}, another experiment than the workshop's"
-        stale = self.stale_claims()
-        if stale:
-            n = len(self.committed_fragility().stale_readings(s.keys))
-            evidence = (
-                f"the evidence of {len(stale)} claim{'s' if len(stale) != 1 else ''} ({n} "
-                f"readings) is stale: {sweep} computes only them"
-            )
-        elif self.committed_fragility() is EMPTY:
-            evidence = f"no evidence yet ({sweep})"
-        else:
-            evidence = "the evidence is fresh"
-        run = (
-            "a narrowed run (its log never replaces a complete one)"
-            if narrowed(self.config)
-            else "a full run"
-        )
-        return f"{self.workshop.name}: {where}; {evidence}; {run}"
 
     # -- the kernels an update records --------------------------------------------------------
     def records_kernels(self) -> bool:

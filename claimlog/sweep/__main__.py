@@ -112,7 +112,8 @@ def sweep(args: argparse.Namespace, workshop: Declaration) -> int:
     import dask
     from distributed import Client, LocalCluster
 
-    from claimlog.evidence.fragments import FragmentStore, claim_keys
+    from claimlog.evidence.fragments import FragmentStore
+    from claimlog.evidence.keys import claim_keys
     from claimlog.kernels import reference_kernels
     from claimlog.places import Places
     from claimlog.runner import selected

@@ -1,7 +1,7 @@
 """One job of the sweep: a variant's claims session, run where a Dask worker runs it.
 
 The job receives the project (its claims, snapshots and configuration, packed once by the
-client and shared with every worker), keys its claims (`claimlog.evidence.fragments.claim_keys`),
+client and shared with every worker), keys its claims (`claimlog.evidence.keys.claim_keys`),
 runs `pytest claims/` under the variant, only the claims whose evidence is stale when the
 sweep says which, with `--snapshot-update` (so a number that moved is recorded, not a
 failure: only the claims' own assertions decide their outcome) and `--no-figures` (a fragment
@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from claimlog.declaration import declared_in
-from claimlog.evidence.fragments import Variant, claim_keys, from_record
+from claimlog.evidence.fragments import Variant, from_record
+from claimlog.evidence.keys import claim_keys
 from claimlog.places import Places
 from claimlog.platform import VARIABLES, apply
 from claimlog.runner import PROJECT_FILES, run_claims, run_claims_here

@@ -40,7 +40,8 @@ from claimlog.evidence.fragility import FRAGILE, Fragility
 from claimlog.evidence.verdicts import Moved
 from claimlog.log.readings import Bound, Reading
 from claimlog.store import replacing
-from claimlog.text.citations import KINDS, Citation, CitedLine, Quote, Uncited, says, where
+from claimlog.text.checks import CitedLine, says
+from claimlog.text.citations import KINDS, Citation, Quote, Uncited, where
 from claimlog.text.documents import Edit, rewritten
 from claimlog.text.prose import NOTHING_CITED
 

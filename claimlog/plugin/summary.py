@@ -1,0 +1,286 @@
+"""What the terminal says of a claims session: the header line before the first test, and the
+summary after the last (what was written, trained or reused, what moved, where this run
+computed and what drifted, whether the sweep's evidence is stale).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from claimlog.evidence.fragility import EMPTY
+from claimlog.evidence.fragments import seed_variant_name
+from claimlog.evidence.verdicts import HELD, NEW, REFERENCE
+from claimlog.kernels import differing, family, reference_kernels
+from claimlog.platform import Platform
+from claimlog.plugin.controller import Controller
+from claimlog.plugin.options import narrowed
+from claimlog.plugin.session import ClaimSession
+from claimlog.store import DAMAGED, REUSED
+
+
+def apart(session: ClaimSession) -> str:
+    """What sets this platform apart from the reference, for people: the names that
+    differ ("torch 2.14.1+cpu, not 2.13.0+cpu"), then the workshop's kernels whose bits
+    differ ("2 of its 74 kernels give other bits here than on the reference:
+    aten.addmm.default on float32 [300, 32], float32 [32, 32], ...")."""
+    reference = session.reference()
+    if reference is None:
+        return "no reference is recorded"
+    ours, theirs = session.platform.identity(), reference.identity()
+    said = [
+        f"{name} {ours.get(name, 'not named')}, not {theirs.get(name, 'not named')}"
+        for name in dict.fromkeys([*theirs, *ours])
+        if name != "fingerprint" and ours.get(name) != theirs.get(name)
+    ]
+    kernels = reference_kernels(session.settings.places.environment)
+    bits = session.kernel_bits()
+    moved = differing(bits, kernels)
+    if moved:
+        shown = "; ".join(moved[:2]) + (f"; and {len(moved) - 2} more" if len(moved) > 2 else "")
+        give = "gives" if len(moved) == 1 else "give"
+        named = sorted({family(k) or "" for k in kernels if bits.get(k) != kernels[k]} - {""})
+        what = f" ({' and '.join(named)} among them)" if named else ""
+        said.append(
+            f"{len(moved)} of its {len(kernels)} kernels {give} other bits here than on "
+            f"the reference{what}: {shown}"
+        )
+    return ", ".join(said) or "the same names and bits as the reference"
+
+
+def header_line(session: ClaimSession) -> str:
+    """ "bnvg: the reference platform (...); the evidence is fresh; a full run (...)"."""
+    s, sweep = session.settings, session.workshop.sweep_command
+    here, kind = session.platform, session.standing.kind
+    if s.update:
+        where = f"an update on {here.describe()}: the snapshots will hold its numbers"
+    elif kind == REFERENCE:
+        where = (
+            f"the reference platform ({here.describe()}): every number compared with the "
+            "snapshots, bit for bit"
+        )
+    elif kind == HELD:
+        where = (
+            f"a platform the evidence holds ({here.id}): every number compared with its "
+            "own fragment, bit for bit"
+        )
+    else:
+        where = (
+            f"a platform new to the evidence ({here.describe()}; {apart(session)}): the "
+            "claims' sentences decide, and a number that moved is drift while the "
+            "evidence says the code is the record's"
+        )
+    seeds = seed_variant_name(s.seeds)
+    if seeds is not None:
+        where += f"; at {seeds}, another experiment than the workshop's"
+    stale = session.stale_claims()
+    if stale:
+        n = len(session.committed_fragility().stale_readings(s.keys))
+        evidence = (
+            f"the evidence of {len(stale)} claim{'s' if len(stale) != 1 else ''} ({n} "
+            f"readings) is stale: {sweep} computes only them"
+        )
+    elif session.committed_fragility() is EMPTY:
+        evidence = f"no evidence yet ({sweep})"
+    else:
+        evidence = "the evidence is fresh"
+    run = (
+        "a narrowed run (its log never replaces a complete one)"
+        if narrowed(session.config)
+        else "a full run"
+    )
+    return f"{session.workshop.name}: {where}; {evidence}; {run}"
+
+
+# -- saying what happened ----------------------------------------------------------------
+def summarize(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
+    """The terminal summary: what the session wrote, reused and found."""
+    write = terminalreporter.write_line
+    recovered = c.session.recovered
+    if recovered:  # said in the header too, which -q leaves out
+        terminalreporter.write_sep("-", "before this session began")
+        write(recovered)
+    if c.summary:
+        terminalreporter.write_sep("-", "results.log")
+        for line in c.summary:
+            write(line)
+    if c.obtained:
+        terminalreporter.write_sep("-", "what this run computed, against the record")
+        for line in c.obtained:
+            write(line)
+    trained = c.trained
+    if trained:
+        write(f"trained {len(trained)} networks this session: " + "; ".join(trained))
+    for kind, again in (("run", "trained"), ("result", "computed"), ("figure", "drawn")):
+        for e in c.events_of(DAMAGED, kind):
+            write(f"the cached {kind} {e.name!r} was damaged ({e.detail}): {again} again")
+    reused: dict[str, list[str]] = {}
+    for e in c.events_of(REUSED, "run"):  # each xdist worker loads what it needs
+        where = Platform.from_json(e.detail["platform"]).describe()
+        names = reused.setdefault(f"trained {e.detail['trained at']} with {where}", [])
+        if e.name not in names:
+            names.append(e.name)
+    for when, names in reused.items():
+        networks = "network" if len(names) == 1 else "networks"
+        write(
+            f"reused {len(names)} {networks} from pytest's cache ({when}): "
+            + "; ".join(names)
+            + ". --recompute trains them again"
+        )
+    results = c.names_of(REUSED, "result")
+    if results:
+        # "init gradient ratio (depth=8, norm=none, act=sigmoid)" and its kind: said once.
+        kinds = Counter(name.split(" (")[0] for name in results)
+        said = "; ".join(kind if n == 1 else f"{n} x {kind}" for kind, n in kinds.items())
+        write(
+            f"reused {len(results)} results computed earlier by the same code on this "
+            f"platform, from pytest's cache: {said}. --recompute computes them again"
+        )
+    figures = c.names_of(REUSED, "figure")
+    if figures:
+        write(
+            f"reused {len(figures)} figures drawn earlier from the same numbers by the same "
+            "code (copied from pytest's cache; --recompute draws them again)"
+        )
+    _say_moved(c, terminalreporter)
+    if c.text:
+        terminalreporter.write_sep("-", "the workshop's text")
+        for line in c.text:
+            write(line)
+    _say_coverage(c, terminalreporter)
+    _say_titles(c, terminalreporter)
+    _say_platform(c, terminalreporter)
+    notes = list(dict.fromkeys(n for c in c.claims.values() for n in c.notes))
+    if notes:
+        terminalreporter.write_sep("-", "how the cited lessons hold over other seeds")
+        for line in notes:
+            write(line)
+        write("Other seeds are another experiment: these say how general a lesson is, not")
+        write("what the cited line prints (snapshots/evidence/robustness.md has every claim).")
+
+
+def _say_titles(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
+    """A figure's title that holds only in part: which part, and how often it holds."""
+    partial = [t for c in c.claim_outcomes.values() for t in c.titles if t["sometimes"]]
+    if not partial:
+        return
+    terminalreporter.write_sep("-", "figures whose titles hold only in part")
+    for t in partial:
+        terminalreporter.write_line(f"{t['figure']}: {t['title']!r}")
+        for part in t["holds"]:
+            terminalreporter.write_line(f"  holds: {part}")
+        for part, how in t["sometimes"].items():
+            terminalreporter.write_line(f"  only sometimes: {part} ({how})")
+
+
+def _say_coverage(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
+    found = c.coverage()
+    if found is None:
+        return
+    terminalreporter.write_sep("-", "what the text cites")
+    for line in found.describe():
+        terminalreporter.write_line(line)
+
+
+def _say_moved(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
+    """What a reader of the log will see change: every reading printed otherwise than
+    its snapshot, by log line, old -> new (an update records them; a run fails or
+    drifts on them, as its platform says)."""
+    moved = c.moved
+    if not moved:
+        return
+    n = len(moved)
+    terminalreporter.write_sep("-", f"{n} quoted number{'s' if n > 1 else ''} moved")
+    terminalreporter.write_line(
+        (
+            "recorded in the snapshots now: the text's quotes of them are rewritten below"
+            if c.settings.workshop_text is not None
+            else "recorded in the snapshots now: the text must quote the new values "
+            "(--workshop DIR rewrites its quotes)"
+        )
+        if c.settings.update
+        else "computed here, not as the snapshots print them (judged above as failures "
+        "or drift, by where this run computed):"
+    )
+    for m in moved:
+        terminalreporter.write_line(f"  {m.describe()}")
+
+
+def _say_platform(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
+    """Where this run computed, what it was compared with, and what drifted."""
+    write = terminalreporter.write_line
+    _say_stale_evidence(c, terminalreporter)
+    kind = c.standing.get("kind")
+    quoted = any(c.owns and c.ran for c in c.claim_outcomes.values())
+    if c.platform is None or kind is None or not quoted:
+        return  # no claim computed, or an update: compared with nothing
+    drift = list(dict.fromkeys(d for c in c.claims.values() for d in c.drift))
+    recorded = c.session.reference()
+    if kind == REFERENCE:
+        terminalreporter.write_sep("-", "the reference platform")
+        write(f"this run computed on the reference: {c.platform.describe()}")
+        write(f"every number was compared with the snapshots, bit for bit ({c.platform.id})")
+    elif kind == HELD:
+        s = c.settings
+        seeds = seed_variant_name(s.seeds)
+        terminalreporter.write_sep("-", "a platform the evidence holds")
+        write(f"this run: {c.platform.describe()} ({c.platform.id})")
+        write(
+            f"every number of its fragment{f' at {seeds}' if seeds else ''} was compared "
+            "with this run's, bit for bit; what the fragment lacks, as on a new platform"
+        )
+    else:
+        terminalreporter.write_sep("-", "this platform is new to the evidence")
+        write(
+            "Every claim's statement was asserted on this run; the numbers that moved are "
+            "drift, not failure:"
+        )
+        for line in drift:
+            write(f"  {line}")
+        if not drift:
+            write("  none: every number is the reference's")
+        said = recorded.describe() if recorded else "(unknown: no environment.json)"
+        write(f"the reference:  {said}")
+        write(f"this run:       {c.platform.describe()}")
+        write(f"what sets it apart: {apart(c.session)}")
+        # Another torch release is added by its own command, which records only the
+        # reference kernels: its numbers then say what that release moves, nothing else.
+        other_torch = recorded is not None and recorded.torch != c.platform.torch
+        command = (
+            f"{c.session.workshop.sweep_command} --release"
+            if other_torch
+            else f"{c.session.workshop.sweep_command} --here"
+        )
+        write(
+            "To add this platform to the evidence (so its numbers are then compared "
+            f"exactly): {command}"
+        )
+        write("--strict-numbers fails on any number that is not the reference's.")
+    if kind != NEW and drift:
+        write("numbers that drifted:")
+        for line in drift:
+            write(f"  {line}")
+
+
+def _say_stale_evidence(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
+    """The claims whose evidence is of another key than this checkout's: what is not read,
+    and the one command that computes only that again."""
+    stale = c.session.stale_claims()
+    if not stale:
+        return
+    table = c.session.committed_fragility()
+    readings = table.stale_readings(c.settings.keys)
+    write = terminalreporter.write_line
+    terminalreporter.write_sep("-", "the evidence is stale")
+    n = len(stale)
+    write(
+        f"The evidence of {n} claim{'s' if n != 1 else ''} was computed from other code "
+        "than this checkout's (the claim, or what it computes, changed since the sweep); "
+        f"{'their' if n != 1 else 'its'} {len(readings)} readings are judged without it:"
+    )
+    for claim in stale:
+        owned = sum(1 for r in readings if table.readings[r].claim == claim)
+        write(f"  {claim} ({owned} readings)")
+    write("Every other claim keeps its evidence, on every platform and seed.")
+    write(f"Compute only these again: {c.session.workshop.sweep_command}")
