@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from claimlog import Declaration, Training
+from claimlog import Declaration, Together, Training
 
 PACKAGE = Path(__file__).resolve().parent
 
@@ -45,6 +45,12 @@ def _training() -> Training:
     return TRAINING
 
 
+def _together() -> Together:
+    from bnvg.experiment.stacked import TOGETHER
+
+    return TOGETHER
+
+
 DECLARATION = Declaration(
     name="bnvg",
     log=_log,
@@ -63,5 +69,6 @@ DECLARATION = Declaration(
     },
     published="the published log (torch 2.12.1)",
     training=_training,
+    together=_together,
     sweep_command="python -m bnvg.sweep",
 )

@@ -8,7 +8,7 @@ What a workshop declares:
 
 - `Declaration`: its name, its log, its recipe, its plugins (the fixtures its claims read),
   its figures' module, the code its computations live in, its seed axes, and the networks
-  it trains (a `Training`);
+  it trains (a `Training`), and how it trains several at once (a `Together`);
 - `Log` of `Line`s, each a `Template` with a `Quantity` (of a `Kind`) per number it prints;
   `LogLine`, a line filled with readings;
 - `Table`: the numbers a figure plots, or a history, compared point by point;
@@ -43,6 +43,7 @@ _HOMES = {
     "Rate": "claimlog.evidence.fragility",
     "Table": "claimlog.evidence.tables",
     "Template": "claimlog.log.lines",
+    "Together": "claimlog.declaration",
     "Training": "claimlog.declaration",
     "about": "claimlog.log.readings",
     "above": "claimlog.log.readings",
@@ -54,7 +55,7 @@ _HOMES = {
 }
 
 if TYPE_CHECKING:
-    from claimlog.declaration import Declaration, Training
+    from claimlog.declaration import Declaration, Together, Training
     from claimlog.evidence.fragility import Rate
     from claimlog.evidence.fragments import seed_variant_name
     from claimlog.evidence.tables import Table
@@ -93,6 +94,7 @@ __all__ = [
     "Rate",
     "Table",
     "Template",
+    "Together",
     "Training",
     "about",
     "above",

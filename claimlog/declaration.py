@@ -93,6 +93,35 @@ class Training(Protocol):
         ...
 
 
+class Together(Protocol):
+    """How a workshop trains several of its runs at once (`Declaration.together`), each bit
+    for bit as its `Training` trains it alone: runs of one shape (bnvg's: the same net but for
+    its starting weights, the same recipe but for its seeds and learning rate) stacked into
+    one computation, which costs little more than one of them where a step costs dispatch,
+    not arithmetic.
+
+    Neither a run's cache key nor a claim's evidence key includes this code: no number
+    depends on it. The engine asks `same_bits` first, on the platform at hand, and trains one
+    at a time, saying so, where together gives other bits.
+    """
+
+    def shape(self, name: str, recipe: Any) -> str | None:
+        """What the run must share with others to train with them: runs of the same shape
+        may train together; None, alone."""
+        ...
+
+    def train(self, runs: Sequence[tuple[str, Any]], keys: Sequence[str]) -> Sequence[Any]:
+        """Each of `runs` (a name and its recipe; all of one shape) trained now, at once,
+        as `Training.train` would give it under its key; or, in its place, the error of a
+        run that fails on its own (the engine leaves it to fail alone, where it is read)."""
+        ...
+
+    def same_bits(self, runs: Sequence[tuple[str, Any]]) -> bool:
+        """Whether `runs` trained together give, here, the bits each gives alone (a short
+        training both ways: a canary of the whole)."""
+        ...
+
+
 @dataclass(frozen=True)
 class Declaration:
     """A workshop, as the engine sees it.
@@ -118,6 +147,8 @@ class Declaration:
       keys every result it computes (the engine's `computed` fixture);
     - `training`: the networks it trains (a `Training`), given when first asked; a session
       that finds them all in pytest's cache runs in one process;
+    - `together`: how it trains several runs at once (a `Together`), if it can: the session
+      trains its runs of one shape together, and the sweep a batch of seeds;
     - `sweep_command`: the command its messages give for a sweep;
     - `published`: how the reports name its published log ("the published log (torch
       2.12.1)": the release that wrote it).
@@ -133,6 +164,7 @@ class Declaration:
     seeds: Mapping[str, tuple[str, str, str]] = field(default_factory=dict)
     recipe: Callable[[Mapping[str, int | None]], Any] | None = None
     training: Callable[[], Training] | None = None
+    together: Callable[[], Together] | None = None
     sweep_command: str = "python -m claimlog.sweep"  # what messages tell an author to run
     published: str = "the published log"  # how the reports name it (which torch wrote it)
 

@@ -18,7 +18,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from filelock import FileLock, Timeout
 
 if TYPE_CHECKING:
-    from claimlog.declaration import Training
+    pass
 
 
 def digest(*parts: bytes | str) -> str:
@@ -111,6 +111,9 @@ class Store:
 
 
 COMPUTED, REUSED, DAMAGED = "computed", "reused", "damaged"
+# Runs that could have trained together, trained one at a time: together gave other bits here.
+APART = "apart"
+MISSING = object()  # no usable entry (`Memo.found`)
 
 
 @dataclass(frozen=True)
@@ -185,30 +188,51 @@ class Memo:
         except Timeout:
             return None
         try:
-            found = self.store.get(key)
-            if isinstance(found, Damaged):
-                self.on_event(Event(DAMAGED, self.kind, name, found.reason))
-            elif found is not None and self._usable(found):
-                try:
-                    kept = decode(found)
-                except Exception as error:  # a class that moved or changed: compute anew
-                    self.on_event(
-                        Event(DAMAGED, self.kind, name, f"{type(error).__name__}: {error}")
-                    )
-                else:
-                    if found.about.get("session") != self.session:
-                        self.on_event(Event(REUSED, self.kind, name, dict(found.about)))
-                    return kept
+            found = self.found(name, key, decode)
+            if found is not MISSING:
+                return found  # type: ignore[return-value]
             started = time.perf_counter()
             value = compute()
-            seconds = time.perf_counter() - started
-            when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-            description = {"name": name, "kind": self.kind, "session": self.session, "at": when}
-            self.store.put(key, encode(value), {**about(value), **description})
-            self.on_event(Event(COMPUTED, self.kind, name, seconds=seconds))
+            self.keep(name, key, value, encode, about, time.perf_counter() - started)
             return value
         finally:
             lock.release()
+
+    def found(self, name: str, key: str, decode: Callable[[Entry], T]) -> T | object:
+        """The kept result, telling `on_event` it was reused, or MISSING (a damaged entry, or
+        one that no longer decodes, is told too). The caller holds the key's lock."""
+        assert self.store is not None
+        found = self.store.get(key)
+        if isinstance(found, Damaged):
+            self.on_event(Event(DAMAGED, self.kind, name, found.reason))
+        elif found is not None and self._usable(found):
+            try:
+                kept = decode(found)
+            except Exception as error:  # a class that moved or changed: compute anew
+                self.on_event(Event(DAMAGED, self.kind, name, f"{type(error).__name__}: {error}"))
+            else:
+                if found.about.get("session") != self.session:
+                    self.on_event(Event(REUSED, self.kind, name, dict(found.about)))
+                return kept
+        return MISSING
+
+    def keep(
+        self,
+        name: str,
+        key: str,
+        value: T,
+        encode: Callable[[T], bytes],
+        about: Callable[[T], Mapping[str, Any]],
+        seconds: float,
+        detail: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Keep `value`, computed in `seconds`, under `key` (the caller holds its lock; no
+        store: only told)."""
+        if self.store is not None:
+            when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+            description = {"name": name, "kind": self.kind, "session": self.session, "at": when}
+            self.store.put(key, encode(value), {**about(value), **description})
+        self.on_event(Event(COMPUTED, self.kind, name, dict(detail) if detail else None, seconds))
 
     def peek(self, key: str, decode: Callable[[Entry], T]) -> T | None:
         """The kept result for `key` if there is a sound one, without computing anything."""
@@ -222,141 +246,6 @@ class Memo:
 
     def _usable(self, entry: Entry) -> bool:
         return not self.recompute or entry.about.get("session") == self.session
-
-
-# -- trained runs: a workshop's networks, each trained at most once -------------------------
-def known_run(training: Training, name: str) -> str:
-    """`name`, if `training` has a run of that name; else a ValueError listing the valid names."""
-    names = training.names()
-    if name not in names:
-        raise ValueError(
-            f"unknown run {name!r}: valid names are " + ", ".join(repr(n) for n in names)
-        )
-    return name
-
-
-class TrainedRuns:
-    """A workshop's trained runs (`claimlog.declaration.Training`), each trained at most once
-    and handed to every caller, so claims that quote the same run share one training.
-
-    Given a `Store`, a finished run is kept there, through a `Memo` of kind "run", under a key
-    of everything its numbers depend on: the run's `Training.inputs` (its code, its settings,
-    the recipe) and `where` (`claimlog.platform.Platform.cache_fields`: torch, the kernels,
-    the threads, the CPU). Change any of them and no entry has the key: the run is trained
-    again. The entry's description holds the run's own (`Training.describe`: its history)
-    beside those inputs, so that `kept_names` tells which runs are there without torch.
-    `session` and `recompute` are the `Memo`'s; `prepare` runs before the first training (the
-    engine imports torch with the session's thread count there).
-    """
-
-    def __init__(
-        self,
-        training: Training,
-        recipe: Any,
-        where: Callable[[], Mapping[str, str]],
-        store: Store | None = None,
-        *,
-        on_event: Callable[[Event], None] | None = None,
-        session: str = "",
-        recompute: bool = False,
-        prepare: Callable[[], object] = lambda: None,
-    ) -> None:
-        self.training = training
-        self.recipe = recipe
-        self.trained: list[str] = []  # by this process, in order
-        told = on_event or (lambda event: None)
-
-        def note(event: Event) -> None:
-            if event.what == COMPUTED:
-                self.trained.append(event.name)
-            told(event)
-
-        self.memo = Memo(store, "run", recompute=recompute, session=session, on_event=note)
-        self._where_of = where
-        self._where: dict[str, str] | None = None
-        self._prepare = prepare
-        self._done: dict[str, Any] = {}
-
-    @property
-    def where(self) -> dict[str, str]:
-        """The platform, as the runs' keys name it (asked once)."""
-        if self._where is None:
-            self._where = dict(self._where_of())
-        return self._where
-
-    def inputs(self, name: str) -> dict[str, dict[str, str]]:
-        """Everything the run's numbers depend on: the workshop's inputs and the platform,
-        apart (a workshop's input may share a name with a platform field)."""
-        return {"run": dict(self.training.inputs(name, self.recipe)), "platform": self.where}
-
-    def key(self, name: str) -> str:
-        """The key of the run's entry: a digest of everything its numbers depend on."""
-        return digest(json.dumps(self.inputs(name), sort_keys=True))
-
-    def kept_names(self) -> set[str]:
-        """The names of the runs whose entries the store holds for these inputs: a cheap look,
-        without torch, at what a session would reuse (reading one checks its whole entry)."""
-        if self.memo.store is None:
-            return set()
-        wanted = {name: self.inputs(name) for name in self.training.names()}
-        found = set()
-        for about_path in self.memo.store.folder.glob("*.json"):
-            try:
-                inputs = json.loads(about_path.read_text()).get("inputs", {})
-            except (OSError, ValueError, AttributeError):
-                continue
-            found |= {name for name, w in wanted.items() if inputs == w}
-        return found
-
-    def get(self, name: str) -> Any:
-        """The run `name`: kept from before, or trained now (waiting for a process that is
-        training it)."""
-        if known_run(self.training, name) not in self._done:
-            self._done[name] = self._load_or_train(name, wait=True)
-        return self._done[name]
-
-    def prefetch(self, names: Sequence[str]) -> None:
-        """Train, longest first, every run of `names` that the store lacks and no process
-        sharing it has started yet; skip those another process is training.
-
-        Processes that all call this split the work between them as they go (whoever is free
-        takes the next run), so they finish together even when one started late. A run found
-        kept is only described (a workshop may load its weights when they are asked for).
-        """
-        if self.memo.store is None:
-            return
-        for name in sorted(names, key=lambda n: -self.training.cost(n, self.recipe)):
-            try:
-                # None: another process is training it.
-                run = self._load_or_train(known_run(self.training, name), wait=False)
-            except Exception:
-                # A run that cannot be trained fails the claims that read it, when they ask
-                # for it, exactly as in one process: never the session fixture that
-                # prefetches, which would fail every claim of this process.
-                continue
-            if run is not None:
-                self._done[name] = run
-
-    def _load_or_train(self, name: str, wait: bool) -> Any:
-        key = self.key(name) if self.memo.store is not None else ""
-
-        def train() -> Any:
-            self._prepare()
-            return self.training.train(name, self.recipe, key)
-
-        return self.memo.get(
-            name,
-            key,
-            train,
-            encode=self.training.encode,
-            decode=lambda entry: self.training.decode(name, entry.content, entry.about["run"], key),
-            about=lambda run: {
-                "inputs": self.inputs(name),
-                "platform": self.where,  # for the summary: where a reused run was trained
-                "run": dict(self.training.describe(run)),
-            },
-            wait=wait,
-        )
 
 
 # -- atomic writes: a file replaced whole, or not at all ------------------------------------

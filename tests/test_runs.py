@@ -13,7 +13,8 @@ from bnvg.experiment.model import build_network
 from bnvg.experiment.runs import RUNS, TRAINING
 from bnvg.experiment.train import train_run
 from claimlog.platform import Platform
-from claimlog.store import COMPUTED, DAMAGED, REUSED, Entry, Event, Store, TrainedRuns
+from claimlog.runs import TrainedRuns
+from claimlog.store import COMPUTED, DAMAGED, REUSED, Entry, Event, Store
 
 SHORT = Workshop(steps=60)  # enough for two history points; the real runs are 4000 steps
 

@@ -13,8 +13,9 @@
   workshop's code (`Declaration.computing`), its recipe under the session's seeds and the
   platform;
 - **trained runs** (`runs`, `<name>-runs` in pytest's cache): the networks a workshop trains
-  (`Declaration.training`), each claim reading those it declares
-  (`@pytest.mark.runs(...)`), each run trained at most once (`claimlog.store.TrainedRuns`).
+  (`Declaration.training`), each claim reading those it declares (`@pytest.mark.runs(...)`),
+  each run trained at most once (`claimlog.runs.TrainedRuns`), those of one shape together
+  where the workshop can (`Declaration.together`).
 
 What else the workshop's own claims read (its data, its facts) are its fixtures, in the
 plugins it declares.
@@ -42,15 +43,14 @@ from claimlog.plugin.options import UPDATE_COMMAND, owned_keys
 from claimlog.plugin.outcomes import TITLE, channel
 from claimlog.plugin.quoting import Quoted, damage, extension_for, send_line
 from claimlog.plugin.session import RUNS_CACHE, session_of
+from claimlog.runs import TrainedRuns, known_run
 from claimlog.store import (
     REUSED,
     Entry,
     Event,
     Memo,
     Store,
-    TrainedRuns,
     digest,
-    known_run,
     python_files,
     replacing,
     source_digest,
@@ -250,7 +250,9 @@ def run_cache(
     Under pytest-xdist the workers of one session share the store (the pattern xdist
     documents for session fixtures that must run once) and train the missing runs between
     them up front, each taking the next untrained run, longest first. Without pytest's cache
-    the workers share a folder of the session's temporary directory instead.
+    the workers share a folder of the session's temporary directory instead. Where the
+    workshop trains runs together (`Declaration.together`; not under --train-alone), the runs
+    of one shape are one unit of that work, trained at once, also in one process.
     """
     claims = session_of(pytestconfig)
     events = claims.events
@@ -266,6 +268,8 @@ def run_cache(
     store = claims.kept(RUNS_CACHE)
     if store is None and worker is not None:
         store = Store(tmp_path_factory.getbasetemp().parent / claims.cache_folder(RUNS_CACHE))
+    make_together = claims.workshop.together
+    together = make_together() if make_together and not claims.settings.alone else None
     runs = TrainedRuns(
         claims.training(),
         recipe,
@@ -275,8 +279,9 @@ def run_cache(
         session=claims.session_id,
         recompute=claims.settings.recompute,
         prepare=import_torch,
+        together=together,
     )
-    if worker is not None:
+    if worker is not None or together is not None:
         needed: tuple[str, ...] = pytestconfig.stash[NEEDED_RUNS]
         runs.prefetch(needed)
     return runs

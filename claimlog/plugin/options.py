@@ -56,6 +56,7 @@ class Settings:
     claims_report: Path | None
     record: Path | None
     figures: bool = True  # False under --no-figures: what a figure plots is checked, not drawn
+    alone: bool = False  # --train-alone: no runs trained together (`Declaration.together`)
 
 
 def is_controller(config: pytest.Config) -> bool:
@@ -146,6 +147,14 @@ def add_options(parser: pytest.Parser, workshop: Declaration) -> None:
         metavar="N",
         help="torch intra-op threads in every process that computes (default 1; the "
         "reference numbers need 1: another count is another platform, for the sweep)",
+    )
+    computes.addoption(
+        "--train-alone",
+        dest="claimlog_train_alone",
+        action="store_true",
+        help="train every network on its own, never several of one shape at once (the "
+        "numbers are the same: together is used only where a canary says so; the sweep "
+        "checks each batch's first seed against it)",
     )
     computes.addoption(
         "--native-kernels",
@@ -368,6 +377,7 @@ def read_settings(
         claims_report=_path(config.getoption("claimlog_claims_report")),
         record=_path(config.getoption("claimlog_record")),
         figures=not config.getoption("claimlog_no_figures"),
+        alone=bool(config.getoption("claimlog_train_alone")),
     )
 
 

@@ -65,7 +65,8 @@ from claimlog.plugin.options import (
     refuse_unwritable,
     seeds_given,
 )
-from claimlog.store import Event, Store, TrainedRuns
+from claimlog.runs import TrainedRuns
+from claimlog.store import Event, Store
 from claimlog.text.documents import text_files
 from claimlog.transaction import Busy, Update
 

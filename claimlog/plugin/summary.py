@@ -17,7 +17,7 @@ from claimlog.platform import Platform
 from claimlog.plugin.controller import Controller
 from claimlog.plugin.options import narrowed
 from claimlog.plugin.session import ClaimSession
-from claimlog.store import DAMAGED, REUSED
+from claimlog.store import APART, COMPUTED, DAMAGED, REUSED
 
 
 def apart(session: ClaimSession) -> str:
@@ -111,7 +111,15 @@ def summarize(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
             write(line)
     trained = c.trained
     if trained:
-        write(f"trained {len(trained)} networks this session: " + "; ".join(trained))
+        runs = c.events_of(COMPUTED, "run")
+        together = sum(1 for e in runs if e.detail and e.detail.get("together"))
+        how = f", {together} of them together with others of their shape" if together else ""
+        write(f"trained {len(trained)} networks this session{how}: " + "; ".join(trained))
+    for e in c.events_of(APART, "run"):
+        write(
+            f"trained {e.name} one at a time: together they gave other bits on this platform "
+            "than one at a time (the workshop's canary said so)"
+        )
     for kind, again in (("run", "trained"), ("result", "computed"), ("figure", "drawn")):
         for e in c.events_of(DAMAGED, kind):
             write(f"the cached {kind} {e.name!r} was damaged ({e.detail}): {again} again")
