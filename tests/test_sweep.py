@@ -374,3 +374,17 @@ def test_the_committed_tables_are_the_merge_of_the_committed_fragments(tmp_path,
     assert evidence_bytes(copy) == evidence_bytes(ROOT)
     for name in GENERATED:
         assert (copy / name).read_bytes() == (ROOT / name).read_bytes()
+
+
+def test_the_tables_are_the_same_bytes_whether_seeds_train_together_or_one_at_a_time(tmp_path):
+    """Issue 51: a batch of seeds trained at once (its first seed alone, compared bit for bit
+    with its share of the batch) merges into the same tables as each seed trained in a job of
+    its own; the sweep says how it trained them, and measures itself against its floor."""
+    select = ["--no-kernels", "--select", "test_plain_net_never_reaches_90_percent"]
+    runs = ["--seeds", "2", "--workers", "1", *select]
+    together = sweep(project(tmp_path / "together"), *runs)
+    alone = sweep(project(tmp_path / "alone"), *runs, "--one-at-a-time")
+    assert "4 seeds in 1 batch" in together and "seeds in" not in alone
+    assert "sampler-seed-1 to init-seed-2 (4 seeds, trained together: the same bits)" in together
+    assert re.search(r"the sweep took .*x its floor", together), together
+    assert evidence_bytes(tmp_path / "together") == evidence_bytes(tmp_path / "alone")

@@ -58,6 +58,12 @@ def main(
         help="workers of the local cluster, one thread each (default: one per core)",
     )
     what.add_argument("--seeds", type=int, default=SEEDS, help="seeds per axis (default 32)")
+    where.add_argument(
+        "--one-at-a-time",
+        action="store_true",
+        help="train each seed's networks in its own job, never a batch of seeds together "
+        "(the same bits: together is kept only where its first seed matches its training alone)",
+    )
     what.add_argument(
         "--no-kernels",
         action="store_true",
@@ -175,7 +181,16 @@ def sweep(args: argparse.Namespace, workshop: Declaration) -> int:
                     )
                     client = running.enter_context(Client(local))
                 project = pack(places.root)
-                failed = cluster.run(client, jobs, total, project, store, args.select, cache_dir)
+                failed = cluster.run(
+                    client,
+                    jobs,
+                    total,
+                    project,
+                    store,
+                    args.select,
+                    cache_dir,
+                    together=not args.one_at_a_time,
+                )
         if failed:
             print(f"{len(failed)} jobs failed ({', '.join(failed)}); the tables were not written")
             return 1

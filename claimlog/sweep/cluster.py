@@ -33,7 +33,7 @@ from claimlog.platform import (
     Platform,
     apply,
 )
-from claimlog.sweep.job import run_variant, worker_cache
+from claimlog.sweep.job import run_batch, run_variant, worker_cache
 from claimlog.sweep.variants import (
     ATEN_AVX512,
     MKL_AUTO,
@@ -233,6 +233,25 @@ def _clock(seconds: float) -> str:
     return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
 
 
+BATCH = 32  # seeds a task trains together at the most
+
+
+def batches(jobs: Sequence[Job], workers: int) -> list[list[Job]]:
+    """The tasks `jobs` run as: the seed variants that compute every claim on any worker in
+    batches (`run_batch`), as many as there are workers and none larger than `BATCH`, each
+    one's seeds trained together; every other job alone. Batches first: they are the
+    longest."""
+    seeds = [j for j in jobs if j.variant.axis != "platform" and j.claims is None]
+    seeds = [j for j in seeds if j.workers == seeds[0].workers] if seeds else []
+    if len(seeds) < 2:
+        return [[j] for j in jobs]
+    count = min(len(seeds), max(workers, -(-len(seeds) // BATCH)))
+    size = -(-len(seeds) // count)
+    grouped = [seeds[i : i + size] for i in range(0, len(seeds), size)]
+    batched = {id(j) for group in grouped for j in group}
+    return [*grouped, *([j] for j in jobs if id(j) not in batched)]
+
+
 def run(
     client: Client,
     jobs: Sequence[Job],
@@ -242,77 +261,120 @@ def run(
     select: str | None = None,
     cache_dir: str | None = None,
     say: Say = print,
+    together: bool = True,
 ) -> list[str]:
     """Run `jobs` (at least one), writing each fragment as it arrives; return the names of
-    those that failed."""
+    those that failed. Seeds run in batches, each trained together (`batches`; not with
+    `together` False); the count
+    and the time left are in jobs, and the floor the sweep is measured against is every
+    job's computations one at a time (a batch's first seed trains alone: what each of its
+    seeds would cost)."""
     already = total - len(jobs)
-    workers = len(client.scheduler_info()["workers"])
+    workers = max(1, len(client.scheduler_info()["workers"]))
+    tasks = batches(jobs, workers) if together else [[j] for j in jobs]
+    together = sum(len(t) for t in tasks if len(t) > 1)  # seeds trained in batches
     say(
         f"{len(jobs)} of {total} jobs to run"
         + (f" ({already} fragments already there)" if already else "")
         + f", on {workers} worker{'s' if workers != 1 else ''}"
+        + (f"; {together} seeds in {_batches(tasks)}" if together else "")
     )
     shared = client.scatter(project, broadcast=True)
     session = uuid.uuid4().hex[:8]
-    futures: dict[Any, Job] = {}
-    for number, job in enumerate(jobs):
+    futures: dict[Any, list[Job]] = {}
+    for number, task in enumerate(tasks):
+        job = task[0]
         # A platform's own workshop run must run on a worker of that platform.
         placement = (
             {"workers": list(job.workers), "allow_other_workers": False} if job.workers else {}
         )
-        future = client.submit(
-            run_variant,
-            job.variant,
-            shared,
-            select,
-            cache_dir,
-            job.claims,
-            # Unique per job: the workshop runs once per platform under one variant name.
-            key=f"claimlog-{job.variant.name}-{number}-{session}",
-            pure=False,
-            **placement,
-        )
-        futures[future] = job
+        # Unique per task: the workshop runs once per platform under one variant name.
+        key = f"claimlog-{job.variant.name}-{number}-{session}"
+        future: Any
+        if len(task) > 1:
+            variants = [j.variant for j in task]
+            future = client.submit(
+                run_batch, variants, shared, select, cache_dir, key=key, pure=False, **placement
+            )
+        else:
+            future = client.submit(
+                run_variant,
+                job.variant,
+                shared,
+                select,
+                cache_dir,
+                job.claims,
+                key=key,
+                pure=False,
+                **placement,
+            )
+        futures[future] = task
     failed: list[str] = []
     start = time.monotonic()
-    computing = spent = 0.0
-    workers = max(1, len(client.scheduler_info()["workers"]))
-    for i, future in enumerate(as_completed(futures), start=1):
-        job = futures[future]
+    done = 0
+    floor = spent = 0.0
+    for future in as_completed(futures):
+        task = futures[future]
         try:
-            result = future.result()
-            fragment = Fragment.from_json(result["fragment"])
-        except Exception as error:  # a job's failure is reported; the others go on
-            failed.append(job.variant.name)
-            say(f"[{already + i}/{total}] {job.variant.name} FAILED: {error}")
+            answer = future.result()
+            results = answer if len(task) > 1 else [answer]
+            fragments = [Fragment.from_json(r["fragment"]) for r in results]
+        except Exception as error:  # a task's failure is reported; the others go on
+            failed += [j.variant.name for j in task]
+            done += len(task)
+            names = ", ".join(j.variant.name for j in task)
+            say(f"[{already + done}/{total}] {names} FAILED: {error}")
             continue
-        store.write(fragment)
-        computing += float(result["computing"])
-        spent += float(result["seconds"])
+        alone = float(results[0].get("alone", 0.0))
+        for i, (result, fragment) in enumerate(zip(results, fragments, strict=True)):
+            store.write(fragment)
+            done += 1
+            # One at a time, a seed trained together would have trained as the first did.
+            floor += float(result["computing"]) + (alone if i and len(task) > 1 else 0.0)
+            spent += float(result["seconds"])
         elapsed = time.monotonic() - start
         # The jobs so far ran `workers` at a time: their wall time per job is the rate at
         # which the rest will finish (dividing by the workers again would count them twice).
-        left = (elapsed / i) * (len(jobs) - i)
+        left = (elapsed / done) * (len(jobs) - done)
         running = _running(client, futures)
+        found = results[0].get("together")
+        said = (
+            ", ".join(j.variant.name for j in task)
+            if len(task) <= 2
+            else (
+                f"{task[0].variant.name} to {task[-1].variant.name} ({len(task)} seeds, "
+                f"trained together: {found})"
+            )
+        )
         say(
-            f"[{already + i}/{total}] {job.variant.name} on {fragment.platform_id}"
+            f"[{already + done}/{total}] {said} on {fragments[0].platform_id}"
             + (f"; running: {', '.join(running)}" if running else "")
-            + (f"; about {_clock(left)} left" if i < len(jobs) else f"; done in {_clock(elapsed)}")
+            + (
+                f"; about {_clock(left)} left"
+                if done < len(jobs)
+                else f"; done in {_clock(elapsed)}"
+            )
         )
     if spent:
-        say(floor_said(elapsed, computing, spent, workers))
+        say(floor_said(elapsed, floor, workers))
     return failed
 
 
-def floor_said(elapsed: float, computing: float, spent: float, workers: int) -> str:
-    """The sweep's wall time against its floor: what its jobs spent computing (training,
-    the computed results), shared by its workers."""
+def _batches(tasks: Sequence[Sequence[Job]]) -> str:
+    n = sum(len(t) > 1 for t in tasks)
+    return f"{n} batch{'es' if n != 1 else ''}"
+
+
+def floor_said(elapsed: float, computing: float, workers: int) -> str:
+    """The sweep's wall time against its floor: what its jobs' computations (training, the
+    computed results) would take one at a time, shared by its workers."""
     floor = computing / workers
     return (
-        f"the sweep took {_clock(elapsed)}; its computations alone took {_clock(computing)} "
-        f"over {workers} worker{'s' if workers != 1 else ''}, a floor of {_clock(floor)}; "
-        f"its jobs spent {_clock(spent - computing)} beyond them "
-        f"({(spent - computing) / spent:.0%} of their time)"
+        f"the sweep took {_clock(elapsed)}; one at a time its computations take "
+        f"{_clock(computing)}, over {workers} worker{'s' if workers != 1 else ''} a floor of "
+        f"{_clock(floor)}: the sweep took {elapsed / floor:.2f}x its floor"
+        if floor
+        else f"the sweep took {_clock(elapsed)}"
     )
 
 
@@ -321,7 +383,12 @@ def _executing(dask_worker: Any) -> list[str]:
     return [str(task.key) for task in dask_worker.state.executing]
 
 
-def _running(client: Client, futures: dict[Any, Job]) -> list[str]:
-    """The variants being computed now (not those merely waiting on a worker)."""
+def _running(client: Client, futures: dict[Any, list[Job]]) -> list[str]:
+    """The tasks being computed now (not those merely waiting on a worker), by their first
+    variant (a batch: "sampler-seed-1 and 31 more")."""
     executing = {key for keys in client.run(_executing).values() for key in keys}
-    return sorted(job.variant.name for f, job in futures.items() if f.key in executing)
+    return sorted(
+        task[0].variant.name + (f" and {len(task) - 1} more" if len(task) > 1 else "")
+        for f, task in futures.items()
+        if f.key in executing
+    )

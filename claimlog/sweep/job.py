@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import io
+import json
 import os
 import shutil
 import sys
@@ -34,10 +35,13 @@ from typing import Any
 from claimlog.declaration import declared_in
 from claimlog.evidence.fragments import Variant, from_record
 from claimlog.evidence.keys import claim_keys
+from claimlog.kernels import fingerprint, kernel_bits, reference_kernels
+from claimlog.machine import TORCH_FACTS_FOLDER, import_torch, torch_facts
 from claimlog.places import Places
-from claimlog.platform import VARIABLES, apply
+from claimlog.platform import VARIABLES, Platform, apply
 from claimlog.runner import PROJECT_FILES, run_claims, run_claims_here
-from claimlog.store import COMPUTED, digest
+from claimlog.runs import TrainedRuns
+from claimlog.store import COMPUTED, Entry, Store, digest
 
 # Claims that read the sweep's own tables (marked `evidence`) are no claims about a seed.
 NOT_EVIDENCE = "not evidence"
@@ -140,6 +144,7 @@ def run_variant(
     select: str | None = None,
     cache_dir: str | None = None,
     claims: Sequence[str] | None = None,
+    alone: bool = False,
 ) -> dict[str, Any]:
     """Run the claims under `variant` and return its fragment, as JSON-able data, with what
     the job spent computing and in all (in seconds).
@@ -149,6 +154,7 @@ def run_variant(
     started = time.perf_counter()
     expression = only(claims, select)
     args = ["-n", "0", "-q", "--snapshot-update", "--no-figures", *variant.args()]
+    args += ["--train-alone"] if alone else []
     args += ["-m", NOT_EVIDENCE, *(["-k", expression] if expression else [])]
     cache = Path(cache_dir) if cache_dir else worker_cache()
     with tempfile.TemporaryDirectory(prefix="claimlog-sweep-") as scratch:
@@ -174,5 +180,95 @@ def run_variant(
             # What the job spent computing (training, the computed results), and in all:
             # the sweep's floor, and what it cost beyond it.
             "computing": sum(e.seconds or 0.0 for e in record.events if e.what == COMPUTED),
+            "training": sum(
+                e.seconds or 0.0 for e in record.events if e.what == COMPUTED and e.kind == "run"
+            ),
+            # The runs its claims read, trained or reused: what a batch trains for the others.
+            "runs": sorted({e.name for e in record.events if e.kind == "run"}),
             "seconds": time.perf_counter() - started,
         }
+
+
+def run_batch(
+    variants: Sequence[Variant],
+    project: bytes,
+    select: str | None = None,
+    cache_dir: str | None = None,
+) -> list[dict[str, Any]]:
+    """A batch of seed variants in one task, each computing every claim: the first as
+    `run_variant` runs it, its runs trained one at a time; then every run of the batch
+    trained at once, those of one shape together (`Declaration.together`), and the first
+    seed's compared, run by run and bit for bit, with what it trained alone; then the
+    others' claims, which find their runs in the cache. Where the bits differ nothing
+    trained together is kept, and the others train one at a time.
+
+    Returns each variant's result, the first's with `"alone"`, its training's seconds (what
+    one seed costs one at a time: the floor), and `"together"`, what the batch found."""
+    cache = Path(cache_dir) if cache_dir else worker_cache()
+    first = run_variant(variants[0], project, select, cache_dir, alone=True)
+    first["alone"] = first["training"]
+    rest = variants[1:]
+    found = "not tried"
+    if rest and cache is not None and all(in_this_process(v) for v in variants):
+        found = _train_together(_project_here(project), variants, cache, first["runs"])
+    first["together"] = found
+    apart = found != "the same bits"
+    return [first, *(run_variant(v, project, select, cache_dir, alone=apart) for v in rest)]
+
+
+def _train_together(
+    root: Path, variants: Sequence[Variant], cache: Path, names: Sequence[str]
+) -> str:
+    """The runs `names` (those the first variant's claims read) of every variant trained at
+    once, into the runs' cache of `cache`; the first's against the entries its own session
+    kept, trained alone. What was found: "the same bits", or why nothing was kept."""
+    workshop = declared_in(root)
+    if workshop.together is None or workshop.training is None or workshop.recipe is None:
+        return "not declared"
+    training, together = workshop.training(), workshop.together()
+    places = Places(root)
+    facts = Store(cache / "d" / TORCH_FACTS_FOLDER)
+    threads = variants[0].threads
+    bits = kernel_bits(reference_kernels(places.environment), threads, facts)
+    where = Platform.here(threads, torch_facts(facts), fingerprint(bits)).cache_fields()
+    store = Store(cache / "d" / f"{workshop.name}-runs")
+    batch = [
+        TrainedRuns(
+            training,
+            workshop.recipe({axis: v.seed if axis == v.axis else None for axis in workshop.seeds}),
+            where=lambda: where,
+            store=store,
+            prepare=import_torch,
+            together=together,
+        )
+        for v in variants
+    ]
+    shapes: dict[object, list[tuple[TrainedRuns, str]]] = {}
+    for runs in batch:
+        for name in names:
+            shapes.setdefault(together.shape(name, runs.recipe), []).append((runs, name))
+    kept: list[tuple[TrainedRuns, str, Any]] = []
+    for members in shapes.values():
+        trained = together.train(
+            [(name, runs.recipe) for runs, name in members],
+            [runs.key(name) for runs, name in members],
+        )
+        for (runs, name), run in zip(members, trained, strict=True):
+            if isinstance(run, Exception):
+                continue  # it fails alone, in its own session
+            if runs is batch[0]:
+                alone = store.get(runs.key(name))
+                if not isinstance(alone, Entry):
+                    return f"the first seed's {name} is not kept where the batch looks for it"
+                described = json.dumps(dict(training.describe(run)), sort_keys=True)
+                was = training.decode(name, alone.content, alone.about["run"], runs.key(name))
+                if training.encode(run) != training.encode(was) or described != json.dumps(
+                    alone.about["run"], sort_keys=True
+                ):
+                    return f"{name} trained together gave other bits than alone"
+            else:
+                kept.append((runs, name, run))
+    for runs, name, run in kept:
+        with store.lock(runs.key(name)):
+            runs.keep(name, run, 0.0, {"together": len(kept)})
+    return "the same bits"
