@@ -237,17 +237,20 @@ BATCH = 32  # seeds a task trains together at the most
 
 
 def batches(jobs: Sequence[Job], workers: int) -> list[list[Job]]:
-    """The tasks `jobs` run as: the seed variants that compute every claim on any worker in
-    batches (`run_batch`), as many as there are workers and none larger than `BATCH`, each
-    one's seeds trained together; every other job alone. Batches first: they are the
-    longest."""
-    seeds = [j for j in jobs if j.variant.axis != "platform" and j.claims is None]
-    seeds = [j for j in seeds if j.workers == seeds[0].workers] if seeds else []
-    if len(seeds) < 2:
-        return [[j] for j in jobs]
-    count = min(len(seeds), max(workers, -(-len(seeds) // BATCH)))
-    size = -(-len(seeds) // count)
-    grouped = [seeds[i : i + size] for i in range(0, len(seeds), size)]
+    """The tasks `jobs` run as: the seed variants that compute the same claims on the same
+    workers in batches (`run_batch`), as many as there are workers and none larger than
+    `BATCH`, each one's seeds trained together; every other job alone. Batches first: they
+    are the longest."""
+    alike: dict[tuple[object, object], list[Job]] = {}
+    for job in jobs:
+        if job.variant.axis != "platform":
+            alike.setdefault((job.claims, job.workers), []).append(job)
+    grouped: list[list[Job]] = []
+    for seeds in alike.values():
+        count = min(len(seeds), max(workers, -(-len(seeds) // BATCH)))
+        size = -(-len(seeds) // count)
+        grouped += [seeds[i : i + size] for i in range(0, len(seeds), size)]
+    grouped = [g for g in grouped if len(g) > 1]
     batched = {id(j) for group in grouped for j in group}
     return [*grouped, *([j] for j in jobs if id(j) not in batched)]
 
@@ -265,19 +268,18 @@ def run(
 ) -> list[str]:
     """Run `jobs` (at least one), writing each fragment as it arrives; return the names of
     those that failed. Seeds run in batches, each trained together (`batches`; not with
-    `together` False); the count
-    and the time left are in jobs, and the floor the sweep is measured against is every
-    job's computations one at a time (a batch's first seed trains alone: what each of its
-    seeds would cost)."""
+    `together` False); the count and the time left are in jobs, and the floor the sweep is
+    measured against is every job's computations one at a time (a batch's first seed
+    trains alone: what each of its seeds would cost)."""
     already = total - len(jobs)
     workers = max(1, len(client.scheduler_info()["workers"]))
     tasks = batches(jobs, workers) if together else [[j] for j in jobs]
-    together = sum(len(t) for t in tasks if len(t) > 1)  # seeds trained in batches
+    batched = sum(len(t) for t in tasks if len(t) > 1)  # seeds trained in batches
     say(
         f"{len(jobs)} of {total} jobs to run"
         + (f" ({already} fragments already there)" if already else "")
         + f", on {workers} worker{'s' if workers != 1 else ''}"
-        + (f"; {together} seeds in {_batches(tasks)}" if together else "")
+        + (f"; {batched} seeds in {_batches(tasks)}" if batched else "")
     )
     shared = client.scatter(project, broadcast=True)
     session = uuid.uuid4().hex[:8]
@@ -294,7 +296,15 @@ def run(
         if len(task) > 1:
             variants = [j.variant for j in task]
             future = client.submit(
-                run_batch, variants, shared, select, cache_dir, key=key, pure=False, **placement
+                run_batch,
+                variants,
+                shared,
+                select,
+                cache_dir,
+                job.claims,
+                key=key,
+                pure=False,
+                **placement,
             )
         else:
             future = client.submit(

@@ -194,8 +194,9 @@ def run_batch(
     project: bytes,
     select: str | None = None,
     cache_dir: str | None = None,
+    claims: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """A batch of seed variants in one task, each computing every claim: the first as
+    """A batch of seed variants in one task, each computing the same `claims`: the first as
     `run_variant` runs it, its runs trained one at a time; then every run of the batch
     trained at once, those of one shape together (`Declaration.together`), and the first
     seed's compared, run by run and bit for bit, with what it trained alone; then the
@@ -205,7 +206,7 @@ def run_batch(
     Returns each variant's result, the first's with `"alone"`, its training's seconds (what
     one seed costs one at a time: the floor), and `"together"`, what the batch found."""
     cache = Path(cache_dir) if cache_dir else worker_cache()
-    first = run_variant(variants[0], project, select, cache_dir, alone=True)
+    first = run_variant(variants[0], project, select, cache_dir, claims, alone=True)
     first["alone"] = first["training"]
     rest = variants[1:]
     found = "not tried"
@@ -213,7 +214,7 @@ def run_batch(
         found = _train_together(_project_here(project), variants, cache, first["runs"])
     first["together"] = found
     apart = found != "the same bits"
-    return [first, *(run_variant(v, project, select, cache_dir, alone=apart) for v in rest)]
+    return [first, *(run_variant(v, project, select, cache_dir, claims, apart) for v in rest)]
 
 
 def _train_together(
