@@ -41,9 +41,10 @@ class TrainedRuns:
     `session` and `recompute` are the `Memo`'s; `prepare` runs before the first training (the
     engine imports torch with the session's thread count there).
 
-    Given the workshop's `together` (`claimlog.declaration.Together`), `prefetch` trains the
-    runs of one shape at once (`train_together`), where a canary says together gives the bits
-    one at a time gives on this platform; `checked` keeps each shape's answer.
+    Given the workshop's `together` (`claimlog.declaration.Together`, asked for only once a
+    run is missing: it may import torch), `prefetch` trains the runs of one shape at once
+    (`train_together`), where a canary says together gives the bits one at a time gives on
+    this platform; `checked` keeps each shape's answer.
     """
 
     def __init__(
@@ -57,11 +58,12 @@ class TrainedRuns:
         session: str = "",
         recompute: bool = False,
         prepare: Callable[[], object] = lambda: None,
-        together: Together | None = None,
+        together: Callable[[], Together] | None = None,
     ) -> None:
         self.training = training
         self.recipe = recipe
-        self.together = together
+        self._make_together = together
+        self._together: Together | None = None
         self.checked: dict[str, bool] = {}  # per shape: whether together gives the same bits
         self.trained: list[str] = []  # by this process, in order
         told = on_event or (lambda event: None)
@@ -76,6 +78,13 @@ class TrainedRuns:
         self._where: dict[str, str] | None = None
         self._prepare = prepare
         self._done: dict[str, Any] = {}
+
+    @property
+    def together(self) -> Together | None:
+        """The workshop's way of training runs together, made when first asked."""
+        if self._together is None and self._make_together is not None:
+            self._together = self._make_together()
+        return self._together
 
     @property
     def where(self) -> dict[str, str]:
@@ -124,9 +133,18 @@ class TrainedRuns:
         takes the next run), so they finish together even when one started late. A run found
         kept is only described (a workshop may load its weights when they are asked for).
         """
-        if self.memo.store is None and self.together is None:
+        if self.memo.store is None and self._make_together is None:
             return
-        for group in self.groups(names):
+        kept = self.kept_names()  # read without torch: a warm session imports none
+        for name in names:
+            if known_run(self.training, name) in kept:
+                run = self._load_or_train(known_run(self.training, name), wait=False)
+                if run is not None:
+                    self._done[name] = run
+        missing = [n for n in names if known_run(self.training, n) not in self._done]
+        if missing:
+            self._prepare()  # torch, as the engine imports it, before the workshop's code does
+        for group in self.groups(missing) if missing else []:
             try:
                 train_together([(self, name) for name in group], wait=False)
             except Exception:

@@ -86,7 +86,7 @@ def trained_runs(together, events, store=None, recipe=SHORT):
         where=lambda: where,
         store=store,
         on_event=events.append,
-        together=together,
+        together=(lambda: together) if together else None,
     )
 
 

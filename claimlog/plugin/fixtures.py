@@ -268,8 +268,7 @@ def run_cache(
     store = claims.kept(RUNS_CACHE)
     if store is None and worker is not None:
         store = Store(tmp_path_factory.getbasetemp().parent / claims.cache_folder(RUNS_CACHE))
-    make_together = claims.workshop.together
-    together = make_together() if make_together and not claims.settings.alone else None
+    together = None if claims.settings.alone else claims.workshop.together
     runs = TrainedRuns(
         claims.training(),
         recipe,
@@ -281,7 +280,7 @@ def run_cache(
         prepare=import_torch,
         together=together,
     )
-    if worker is not None or together is not None:
+    if worker is not None or together is not None:  # `together` imports torch only if asked
         needed: tuple[str, ...] = pytestconfig.stash[NEEDED_RUNS]
         runs.prefetch(needed)
     return runs

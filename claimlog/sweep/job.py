@@ -240,7 +240,6 @@ def _train_together(
             where=lambda: where,
             store=store,
             prepare=import_torch,
-            together=together,
         )
         for v in variants
     ]
