@@ -348,14 +348,9 @@ def run(
         left = (elapsed / done) * (len(jobs) - done)
         running = _running(client, futures)
         found = results[0].get("together")
-        said = (
-            ", ".join(j.variant.name for j in task)
-            if len(task) <= 2
-            else (
-                f"{task[0].variant.name} to {task[-1].variant.name} ({len(task)} seeds, "
-                f"trained together: {found})"
-            )
-        )
+        said = task[0].variant.name
+        if len(task) > 1:
+            said += f" to {task[-1].variant.name} ({len(task)} seeds, trained together: {found})"
         say(
             f"[{already + done}/{total}] {said} on {fragments[0].platform_id}"
             + (f"; running: {', '.join(running)}" if running else "")
