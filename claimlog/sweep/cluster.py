@@ -292,32 +292,13 @@ def run(
         )
         # Unique per task: the workshop runs once per platform under one variant name.
         key = f"claimlog-{job.variant.name}-{number}-{session}"
-        future: Any
-        if len(task) > 1:
-            variants = [j.variant for j in task]
-            future = client.submit(
-                run_batch,
-                variants,
-                shared,
-                select,
-                cache_dir,
-                job.claims,
-                key=key,
-                pure=False,
-                **placement,
-            )
-        else:
-            future = client.submit(
-                run_variant,
-                job.variant,
-                shared,
-                select,
-                cache_dir,
-                job.claims,
-                key=key,
-                pure=False,
-                **placement,
-            )
+        # A batch of seeds trains together (`run_batch`); any other job runs alone.
+        batch = len(task) > 1
+        runs: Callable[..., Any] = run_batch if batch else run_variant
+        what = [j.variant for j in task] if batch else job.variant
+        future = client.submit(
+            runs, what, shared, select, cache_dir, job.claims, key=key, pure=False, **placement
+        )
         futures[future] = task
     failed: list[str] = []
     start = time.monotonic()
