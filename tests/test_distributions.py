@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from test_init import an_authors_session
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,10 +66,9 @@ def test_a_newcomer_installs_the_wheel_writes_a_workshop_and_runs_it_and_dropout
     pip.append("--no-compile")
     run(*pip, wheel, "torch==2.13.0", cwd=tmp_path)
 
-    run(venv / "bin" / "claimlog", "init", "demo", cwd=tmp_path)
-    said = run(venv / "bin" / "pytest", cwd=tmp_path / "demo")
-    header = next(line for line in said.splitlines() if line.startswith("demo: "))
-    assert header.startswith("demo: the reference platform (") and "4 passed" in said
+    # `claimlog init demo`, then what its author does with it (tests/test_init.py).
+    init = [venv / "bin" / "claimlog", "init", "demo"]
+    an_authors_session(tmp_path, "demo", python=venv / "bin" / "python", init=init)
 
     # Installed from a copy of its folder (pip builds in it), run in another without its
     # package: the claims import the installed one.
