@@ -95,10 +95,9 @@ class Training(Protocol):
 
 class Together(Protocol):
     """How a workshop trains several of its runs at once (`Declaration.together`), each bit
-    for bit as its `Training` trains it alone: runs of one shape (bnvg's: the same net but for
-    its starting weights, the same recipe but for its seeds and learning rate) stacked into
-    one computation, which costs little more than one of them where a step costs dispatch,
-    not arithmetic.
+    for bit as its `Training` trains it alone: runs of one shape (bnvg's: one depth and
+    width, the same recipe but for its seeds) stacked into one computation, which costs far
+    less than one after another where a step costs dispatch, not arithmetic.
 
     Neither a run's cache key nor a claim's evidence key includes this code: no number
     depends on it. The engine asks `same_bits` first, on the platform at hand, and trains one
@@ -118,7 +117,7 @@ class Together(Protocol):
 
     def same_bits(self, runs: Sequence[tuple[str, Any]]) -> bool:
         """Whether `runs` trained together give, here, the bits each gives alone (a short
-        training both ways: a canary of the whole)."""
+        training both ways: the canary the engine asks before a group trains together)."""
         ...
 
 

@@ -135,12 +135,15 @@ class TrainedRuns:
         """
         if self.memo.store is None and self._make_together is None:
             return
-        kept = self.kept_names()  # read without torch: a warm session imports none
-        for name in names:
-            if known_run(self.training, name) in kept:
-                run = self._load_or_train(known_run(self.training, name), wait=False)
-                if run is not None:
-                    self._done[name] = run
+        # Read without torch (a warm session imports none); under --recompute only this
+        # session's entries count, and they are found as the groups are trained.
+        kept = set() if self.memo.recompute else self.kept_names()
+        for name in (known_run(self.training, n) for n in names):
+            if name in kept and name not in self._done:
+                try:
+                    self._load_kept(name)
+                except Exception:
+                    continue  # read again, or trained, when a claim asks for it
         missing = [n for n in names if known_run(self.training, n) not in self._done]
         if missing:
             self._prepare()  # torch, as the engine imports it, before the workshop's code does
@@ -152,6 +155,14 @@ class TrainedRuns:
                 # for it, exactly as in one process: never the session fixture that
                 # prefetches, which would fail every claim of this process.
                 continue
+
+    def _load_kept(self, name: str) -> None:
+        """The kept run `name`, read (never trained: one that cannot be read is missing)."""
+        assert self.memo.store is not None
+        with self.memo.store.lock(self.key(name)):
+            found = self.found(name)
+        if found is not MISSING:
+            self._done[name] = found
 
     def groups(self, names: Sequence[str]) -> list[list[str]]:
         """`names` in the units they train in, longest first: those of one shape together
@@ -202,7 +213,7 @@ class TrainedRuns:
         )
 
 
-CANARY = 8  # runs a canary trains together at the most (every name of the group among them)
+CANARY = 8  # runs a canary trains together at the most
 
 
 def train_together(members: Sequence[tuple[TrainedRuns, str]], *, wait: bool = True) -> None:
@@ -212,9 +223,9 @@ def train_together(members: Sequence[tuple[TrainedRuns, str]], *, wait: bool = T
     is held meanwhile (`wait=False`: a run another process holds is left to it), taken in
     the order of their keys, so that processes taking several never wait on each other.
 
-    Together only where the workshop's canary (`Together.same_bits`, on up to `CANARY` of the
-    runs, every name among them) says it gives the bits one at a time gives on this
-    platform; otherwise one at a time, and an `APART` event says so."""
+    Together only where the workshop's canary (`Together.same_bits`, on the runs themselves,
+    or on `CANARY` of a larger group, a run of each name first) says it gives the bits one
+    at a time gives on this platform; otherwise one at a time, and an `APART` event says so."""
     with ExitStack() as held:
         todo: list[tuple[TrainedRuns, str]] = []
         for runs, name in sorted(members, key=lambda m: m[0].key(m[1])):
@@ -226,11 +237,12 @@ def train_together(members: Sequence[tuple[TrainedRuns, str]], *, wait: bool = T
                     lock.acquire()
                 except Timeout:
                     continue  # another process is training it
-                held.callback(lock.release)
                 kept = runs.found(name)
                 if kept is not MISSING:
+                    lock.release()  # nothing to train: the others need not wait for us
                     runs._done[name] = kept
                     continue
+                held.callback(lock.release)
             todo.append((runs, name))
         if not todo:
             return
@@ -262,12 +274,11 @@ def _agree(todo: Sequence[tuple[TrainedRuns, str]]) -> bool:
     assert first.together is not None
     shape = first.together.shape(todo[0][1], first.recipe) or ""
     if shape not in first.checked:
-        canary: dict[str, tuple[str, Any]] = {}
-        for runs, name in todo:
-            canary.setdefault(name, (name, runs.recipe))
-        for runs, name in todo:
-            if len(canary) >= CANARY:
-                break
-            canary.setdefault(f"{name} {runs.key(name)}", (name, runs.recipe))
-        first.checked[shape] = first.together.same_bits(list(canary.values())[:CANARY])
+        # The canary is the group itself, or, for a larger one, a run of each name first.
+        order = list(range(len(todo)))
+        if len(todo) > CANARY:
+            firsts = {todo[i][1]: i for i in reversed(range(len(todo)))}
+            order = sorted(firsts.values()) + [i for i in order if i not in firsts.values()]
+        canary = [(todo[i][1], todo[i][0].recipe) for i in order[:CANARY]]
+        first.checked[shape] = first.together.same_bits(canary)
     return first.checked[shape]

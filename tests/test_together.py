@@ -117,3 +117,48 @@ def test_where_the_canary_says_together_differs_each_run_trains_alone_and_it_is_
 def test_the_workshops_own_recipe_groups_its_twelve_runs_by_depth():
     runs = trained_runs(TOGETHER, [], recipe=WORKSHOP)
     assert [len(group) for group in runs.groups(list(RUNS))] == [8, 4]
+
+
+class Recording:
+    """bnvg's Together, noting what its canary is asked."""
+
+    def __init__(self):
+        self.asked = []
+
+    def shape(self, name, recipe):
+        return TOGETHER.shape(name, recipe)
+
+    def train(self, runs, keys):
+        return TOGETHER.train(runs, keys)
+
+    def same_bits(self, runs):
+        self.asked.append([name for name, _ in runs])
+        return True
+
+
+def test_the_canary_is_the_group_itself_each_run_once():
+    recording = Recording()
+    runs = trained_runs(recording, [])
+    runs.prefetch(["plain", "Xavier init", "ReLU"])
+    assert [sorted(names) for names in recording.asked] == [["ReLU", "Xavier init", "plain"]]
+
+
+def test_under_recompute_a_kept_run_is_trained_again_together_never_alone(tmp_path):
+    trained_runs(TOGETHER, [], Store(tmp_path)).prefetch(["plain", "Xavier init"])
+    events = []
+    where = Platform.here(torch.get_num_threads()).cache_fields()
+    again = TrainedRuns(
+        TRAINING,
+        SHORT,
+        where=lambda: where,
+        store=Store(tmp_path),
+        on_event=events.append,
+        together=lambda: TOGETHER,
+        recompute=True,
+        session="another",
+    )
+    again.prefetch(["plain", "Xavier init"])
+    assert sorted(e.name for e in events if e.what == COMPUTED and e.detail) == [
+        "Xavier init",
+        "plain",
+    ]

@@ -5,8 +5,9 @@ sweep's 64 seeds, trained one after another, spend most of their time outside th
 Here the runs of one shape (depth and width; the same recipe but for its seeds) train
 together: every Linear's weights are stacked `(runs, out, in)` and
 applied with `torch.baddbmm`; each run draws its own minibatches from its own generator,
-its loss is the same `bce` over its own batch, and the sum of the runs' losses is
-differentiated once, which hands each run exactly its own gradient. Each run keeps its own
+its loss is the same `bce` over its own batch (runs that share a minibatch order share one
+generator), and the sum of the runs' losses is differentiated once, which hands each run
+exactly its own gradient. Each run keeps its own
 normalisation (batch norm and layer norm on the run's slice, with its own parameters and
 statistics: one `F.batch_norm` over the stack would sum in another order), activation and
 skip. Each run takes its own SGD step, with its own learning rate: the update `train` makes,
@@ -41,8 +42,6 @@ from bnvg.experiment.runtime import torch
 from bnvg.experiment.train import train_run
 
 CANARY_STEPS = 51  # step 1 and step 50 are evaluated: the training and the evaluation paths
-EPS = 1e-5  # nn.BatchNorm1d's and nn.LayerNorm's default
-MOMENTUM = 0.1  # nn.BatchNorm1d's default
 
 
 def shape_of(spec: RunSpec, workshop: Workshop) -> str:
@@ -147,6 +146,8 @@ class _Norm:
 
     def __init__(self, module: nn.BatchNorm1d | nn.LayerNorm) -> None:
         self.batch = isinstance(module, nn.BatchNorm1d)
+        self.eps = module.eps  # as the module normalises
+        self.momentum = module.momentum if isinstance(module, nn.BatchNorm1d) else None
         self.weight = module.weight.detach().clone().requires_grad_(True)
         self.bias = module.bias.detach().clone().requires_grad_(True)
         if isinstance(module, nn.BatchNorm1d):
@@ -156,10 +157,11 @@ class _Norm:
 
     def __call__(self, z: torch.Tensor, training: bool) -> torch.Tensor:
         if self.batch:
+            assert self.momentum is not None  # a cumulative average would read the step count
             return F.batch_norm(
-                z, self.mean, self.var, self.weight, self.bias, training, MOMENTUM, EPS
+                z, self.mean, self.var, self.weight, self.bias, training, self.momentum, self.eps
             )
-        return F.layer_norm(z, (z.shape[-1],), self.weight, self.bias, EPS)
+        return F.layer_norm(z, (z.shape[-1],), self.weight, self.bias, self.eps)
 
     def step(self, lr: float) -> None:
         for p in (self.weight, self.bias):

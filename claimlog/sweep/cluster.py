@@ -309,31 +309,35 @@ def run(
         try:
             answer = future.result()
             results = answer if len(task) > 1 else [answer]
-            fragments = [Fragment.from_json(r["fragment"]) for r in results]
         except Exception as error:  # a task's failure is reported; the others go on
-            failed += [j.variant.name for j in task]
-            done += len(task)
-            names = ", ".join(j.variant.name for j in task)
-            say(f"[{already + done}/{total}] {names} FAILED: {error}")
-            continue
-        alone = float(results[0].get("alone", 0.0))
-        for i, (result, fragment) in enumerate(zip(results, fragments, strict=True)):
-            store.write(fragment)
+            results = [{"failed": f"{type(error).__name__}: {error}"} for _ in task]
+        found = results[0].get("together")
+        # One at a time, a seed trained together would have trained as its batch's first did.
+        alone = float(results[0].get("alone", 0.0)) if found == "the same bits" else 0.0
+        written = []
+        for i, (job, result) in enumerate(zip(task, results, strict=True)):
             done += 1
-            # One at a time, a seed trained together would have trained as the first did.
-            floor += float(result["computing"]) + (alone if i and len(task) > 1 else 0.0)
+            if "failed" in result:
+                failed.append(job.variant.name)
+                say(f"[{already + done}/{total}] {job.variant.name} FAILED: {result['failed']}")
+                continue
+            fragment = Fragment.from_json(result["fragment"])
+            store.write(fragment)
+            written.append(fragment)
+            floor += float(result["computing"]) + (alone if i else 0.0)
             spent += float(result["seconds"])
+        if not written:
+            continue
         elapsed = time.monotonic() - start
         # The jobs so far ran `workers` at a time: their wall time per job is the rate at
         # which the rest will finish (dividing by the workers again would count them twice).
         left = (elapsed / done) * (len(jobs) - done)
         running = _running(client, futures)
-        found = results[0].get("together")
         said = task[0].variant.name
         if len(task) > 1:
             said += f" to {task[-1].variant.name} ({len(task)} seeds, trained together: {found})"
         say(
-            f"[{already + done}/{total}] {said} on {fragments[0].platform_id}"
+            f"[{already + done}/{total}] {said} on {written[0].platform_id}"
             + (f"; running: {', '.join(running)}" if running else "")
             + (
                 f"; about {_clock(left)} left"

@@ -28,7 +28,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -183,8 +183,10 @@ def run_variant(
             "training": sum(
                 e.seconds or 0.0 for e in record.events if e.what == COMPUTED and e.kind == "run"
             ),
-            # The runs its claims read, trained or reused: what a batch trains for the others.
-            "runs": sorted({e.name for e in record.events if e.kind == "run"}),
+            # The runs it trained now: what a batch trains for the others, and checks.
+            "trained": sorted(
+                {e.name for e in record.events if e.what == COMPUTED and e.kind == "run"}
+            ),
             "seconds": time.perf_counter() - started,
         }
 
@@ -197,32 +199,53 @@ def run_batch(
     claims: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """A batch of seed variants in one task, each computing the same `claims`: the first as
-    `run_variant` runs it, its runs trained one at a time; then every run of the batch
-    trained at once, those of one shape together (`Declaration.together`), and the first
-    seed's compared, run by run and bit for bit, with what it trained alone; then the
-    others' claims, which find their runs in the cache. Where the bits differ nothing
-    trained together is kept, and the others train one at a time.
+    `run_variant` runs it, the runs it lacks trained one at a time; then those runs trained
+    for every seed of the batch at once (but those kept already), those of one shape
+    together (`Declaration.together`), and the first seed's compared, run by run and bit for
+    bit, with what it trained alone; then the others' claims, which find their runs in the
+    cache. Where the bits differ, or anything of it fails, nothing trained together is kept,
+    and the others train one at a time. A seed that fails is its own failure (`"failed"`):
+    the others keep their fragments.
 
     Returns each variant's result, the first's with `"alone"`, its training's seconds (what
     one seed costs one at a time: the floor), and `"together"`, what the batch found."""
     cache = Path(cache_dir) if cache_dir else worker_cache()
-    first = run_variant(variants[0], project, select, cache_dir, claims, alone=True)
-    first["alone"] = first["training"]
-    rest = variants[1:]
+    first = _or_failure(run_variant, variants[0], project, select, cache_dir, claims, True)
+    first["alone"] = first.get("training", 0.0)
     found = "not tried"
-    if rest and cache is not None and all(in_this_process(v) for v in variants):
-        found = _train_together(_project_here(project), variants, cache, first["runs"])
+    if "failed" in first:
+        found = "not tried: the first seed failed"
+    elif len(variants) > 1 and cache is not None and all(in_this_process(v) for v in variants):
+        try:
+            found = _train_together(_project_here(project), variants, cache, first["trained"])
+        except Exception as error:  # the others train alone, in their own sessions
+            found = f"not kept: {type(error).__name__}: {error}"
     first["together"] = found
     apart = found != "the same bits"
-    return [first, *(run_variant(v, project, select, cache_dir, claims, apart) for v in rest)]
+    rest = [
+        _or_failure(run_variant, v, project, select, cache_dir, claims, apart) for v in variants[1:]
+    ]
+    return [first, *rest]
+
+
+def _or_failure(job: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+    """A variant's result, or what it failed with (`"failed"`): one seed's failure costs no
+    other seed of its batch its fragment."""
+    try:
+        return job(*args)
+    except Exception as error:
+        return {"failed": f"{type(error).__name__}: {error}"}
 
 
 def _train_together(
     root: Path, variants: Sequence[Variant], cache: Path, names: Sequence[str]
 ) -> str:
-    """The runs `names` (those the first variant's claims read) of every variant trained at
-    once, into the runs' cache of `cache`; the first's against the entries its own session
-    kept, trained alone. What was found: "the same bits", or why nothing was kept."""
+    """The runs `names` (those the first variant's session trained, alone) of every variant
+    trained at once, into the runs' cache of `cache`, but those already kept there; the
+    first's compared with what its session trained alone. What was found: "the same bits",
+    or why nothing was kept."""
+    if not names:
+        return "nothing to train: the first seed's runs were kept already"
     workshop = declared_in(root)
     if workshop.together is None or workshop.training is None or workshop.recipe is None:
         return "not declared"
@@ -246,7 +269,10 @@ def _train_together(
     shapes: dict[object, list[tuple[TrainedRuns, str]]] = {}
     for runs in batch:
         for name in names:
-            shapes.setdefault(together.shape(name, runs.recipe), []).append((runs, name))
+            shape = together.shape(name, runs.recipe)
+            there = runs is not batch[0] and store.has(runs.key(name))
+            if shape is not None and not there:  # None: a run that trains alone
+                shapes.setdefault(shape, []).append((runs, name))
     kept: list[tuple[TrainedRuns, str, Any]] = []
     for members in shapes.values():
         trained = together.train(
