@@ -16,11 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from claimlog.evidence.fragility import Fragility, ReadingEvidence, Seen, version_key
-
-
-def claim_name(claim: str) -> str:
-    """ "claims/test_s8.py::test_x" -> "test_x"."""
-    return claim.split("::", 1)[-1]
+from claimlog.sweep.report import claim_name
 
 
 # -- what an upgrade costs ---------------------------------------------------------------------

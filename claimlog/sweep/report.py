@@ -259,7 +259,8 @@ def changed(
 RELEASE_CELL = {"passed": "holds", "failed": "**fails**", "skipped": "skipped"}
 
 
-def _short(claim: str) -> str:
+def claim_name(claim: str) -> str:
+    """ "claims/test_s8.py::test_x" -> "test_x"."""
     return claim.split("::", 1)[-1]
 
 
@@ -332,7 +333,7 @@ def render_robustness(
             cells += [RELEASE_CELL.get(on.get(r, "not run"), "") for r in releases]
             there = document["claims"][claim].get("architectures", {})
             cells += [RELEASE_CELL.get(there.get(label, "not run"), "") for label in others]
-            out.append(f"| `{_short(claim)}` | " + " | ".join(cells) + " |")
+            out.append(f"| `{claim_name(claim)}` | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
 
@@ -348,7 +349,7 @@ def findings(document: Mapping[str, Any], workshop: Declaration) -> str:
         said = "; ".join(f"{words[a]}: {rs[a]}" for a in axes if a in rs)
         sentence = row.get("sentence", "")
         lines.append(
-            f"- `{_short(claim)}`: {said}." + (f" It verifies: {sentence}" if sentence else "")
+            f"- `{claim_name(claim)}`: {said}." + (f" It verifies: {sentence}" if sentence else "")
         )
     held = sum(
         1
