@@ -102,6 +102,11 @@ class TrainedRuns:
         """The key of the run's entry: a digest of everything its numbers depend on."""
         return digest(json.dumps(self.inputs(name), sort_keys=True))
 
+    def kept_key(self, name: str) -> str:
+        """The key a run is trained and kept under (`Training.train`'s `key`): none without
+        a store, where nothing is kept and no figure can be known by it."""
+        return self.key(name) if self.memo.store is not None else ""
+
     def kept_names(self) -> set[str]:
         """The names of the runs whose entries the store holds for these inputs: a cheap look,
         without torch, at what a session would reuse (reading one checks its whole entry)."""
@@ -181,7 +186,7 @@ class TrainedRuns:
 
     def keep(self, name: str, run: Any, seconds: float, detail: Mapping[str, Any]) -> None:
         """Keep `run`, trained in `seconds` (the caller holds its lock)."""
-        key = self.key(name) if self.memo.store is not None else ""
+        key = self.kept_key(name)
         self.memo.keep(name, key, run, self.training.encode, self._about(name), seconds, detail)
         self._done[name] = run
 
@@ -196,7 +201,7 @@ class TrainedRuns:
         }
 
     def _load_or_train(self, name: str, wait: bool) -> Any:
-        key = self.key(name) if self.memo.store is not None else ""
+        key = self.kept_key(name)
 
         def train() -> Any:
             self._prepare()
@@ -255,12 +260,13 @@ def train_together(members: Sequence[tuple[TrainedRuns, str]], *, wait: bool = T
                 first.memo.on_event(Event(APART, "run", names, len(todo)))
             for runs, name in todo:
                 started = time.perf_counter()
-                run = runs.training.train(name, runs.recipe, runs.key(name))
+                run = runs.training.train(name, runs.recipe, runs.kept_key(name))
                 runs.keep(name, run, time.perf_counter() - started, {})
             return
         started = time.perf_counter()
         trained = together.train(
-            [(name, runs.recipe) for runs, name in todo], [runs.key(name) for runs, name in todo]
+            [(name, runs.recipe) for runs, name in todo],
+            [runs.kept_key(name) for runs, name in todo],
         )
         share = (time.perf_counter() - started) / len(todo)
         for (runs, name), run in zip(todo, trained, strict=True):
