@@ -109,10 +109,17 @@ class Together(Protocol):
         may train together; None, alone."""
         ...
 
-    def train(self, runs: Sequence[tuple[str, Any]], keys: Sequence[str]) -> Sequence[Any]:
+    def train(
+        self,
+        runs: Sequence[tuple[str, Any]],
+        keys: Sequence[str],
+        progress: Callable[[float], None] | None = None,
+    ) -> Sequence[Any]:
         """Each of `runs` (a name and its recipe; all of one shape) trained now, at once,
         as `Training.train` would give it under its key; or, in its place, the error of a
-        run that fails on its own (the engine leaves it to fail alone, where it is read)."""
+        run that fails on its own (the engine leaves it to fail alone, where it is read).
+        `progress`, when given, is told now and then the fraction of the training done
+        (0 to 1): the sweep's estimate of its time left is measured on it."""
         ...
 
     def same_bits(self, runs: Sequence[tuple[str, Any]]) -> bool:

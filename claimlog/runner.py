@@ -159,6 +159,23 @@ def run_claims_here(
     sweep's worker) and keeps torch and the claims' imports between them; the environment
     must already hold the kernels it is to compute with (torch and numpy read them once).
     What the session prints is kept from the caller's: the record says what it did."""
+    code, said = pytest_here(args, root=root, outputs=outputs, cache_dir=cache_dir)
+    record = outputs / "record.json"
+    if not record.exists() or code not in (0, 1):
+        raise RuntimeError(f"the claims stopped with exit status {code}:\n{said[-3000:]}")
+    return Record.load(record)
+
+
+def pytest_here(
+    args: Sequence[str],
+    *,
+    root: Path,
+    outputs: Path,
+    cache_dir: Path | None,
+    plugins: Sequence[object] = (),
+) -> tuple[int, str]:
+    """`pytest claims/ ARGS` in this process, as `run_claims_here` runs it (with `plugins`
+    registered besides): its exit status, and what it printed."""
     import pytest
 
     command = claims_command(args, outputs=outputs, python="", cache_dir=cache_dir)[3:]
@@ -166,13 +183,8 @@ def run_claims_here(
     command += ["--rootdir", str(root), "-c", str(root / "pyproject.toml"), "--capture=sys"]
     said = io.StringIO()
     with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
-        code = pytest.main(command)
-    record = outputs / "record.json"
-    if not record.exists() or code not in (0, 1):
-        raise RuntimeError(
-            f"the claims stopped with exit status {code}:\n{said.getvalue()[-3000:]}"
-        )
-    return Record.load(record)
+        code = pytest.main(command, plugins=list(plugins))
+    return int(code), said.getvalue()
 
 
 def selected(keys: Mapping[str, str], expression: str | None) -> dict[str, str]:

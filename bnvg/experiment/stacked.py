@@ -201,10 +201,13 @@ def _tensor(net: TinyNet, name: str) -> torch.Tensor:
     return found.detach()
 
 
-def train_together(runs: Sequence[tuple[RunSpec, Workshop]]) -> list[TrainedRun | Exception]:
+def train_together(
+    runs: Sequence[tuple[RunSpec, Workshop]], progress: Callable[[float], None] | None = None
+) -> list[TrainedRun | Exception]:
     """Each of `runs` (of one `shape_of`) trained, all at once: each as `train_run` trains it.
     A run that fails on its own before training (a probe that divides by a dead net's zero
-    gradient) is its error, in its place: the others train without it."""
+    gradient) is its error, in its place: the others train without it. `progress` is told
+    the fraction of the steps done at each point of the history."""
     if len({shape_of(spec, workshop) for spec, workshop in runs}) != 1:
         raise ValueError("runs of different shapes train apart")
     # A chunk of the stack per kind of run, and within it a stretch per learning rate.
@@ -228,7 +231,7 @@ def train_together(runs: Sequence[tuple[RunSpec, Workshop]]) -> list[TrainedRun 
     if nets:
         stack = _Stack(list(nets.values()))
         lrs = [runs[i][0].lr for i in nets]
-        histories = _train(stack, data, lrs, [runs[i][1] for i in nets])
+        histories = _train(stack, data, lrs, [runs[i][1] for i in nets], progress)
         stack.unstack(first.steps)
         for (i, net), history in zip(nets.items(), histories, strict=True):
             out[i] = TrainedRun(runs[i][0], history, _frozen(net))
@@ -236,7 +239,11 @@ def train_together(runs: Sequence[tuple[RunSpec, Workshop]]) -> list[TrainedRun 
 
 
 def _train(
-    stack: _Stack, data: TwoMoons, lrs: Sequence[float], workshops: Sequence[Workshop]
+    stack: _Stack,
+    data: TwoMoons,
+    lrs: Sequence[float],
+    workshops: Sequence[Workshop],
+    progress: Callable[[float], None] | None = None,
 ) -> list[History]:
     """`bnvg.experiment.train.train`, for every run of the stack in the same step."""
     recipe, runs = workshops[0], len(workshops)
@@ -268,6 +275,8 @@ def _train(
                 losses.append(bce(train_logits[i], y_train).item())
                 correct = ((test_logits[i] > 0).float() == y_test).float()
                 accs.append(float(correct.mean().item()))
+            if progress is not None:
+                progress(step / recipe.steps)
     return [History(tuple(at), tuple(loss), tuple(acc)) for at, loss, acc in points]
 
 
@@ -305,9 +314,12 @@ class RunsTogether:
         return shape_of(RUNS[name], recipe)
 
     def train(
-        self, runs: Sequence[tuple[str, Workshop]], keys: Sequence[str]
+        self,
+        runs: Sequence[tuple[str, Workshop]],
+        keys: Sequence[str],
+        progress: Callable[[float], None] | None = None,
     ) -> list[TrainedRun | Exception]:
-        trained = train_together([(RUNS[name], recipe) for name, recipe in runs])
+        trained = train_together([(RUNS[name], recipe) for name, recipe in runs], progress)
         return [
             run if isinstance(run, Exception) else dataclasses.replace(run, key=key)
             for run, key in zip(trained, keys, strict=True)

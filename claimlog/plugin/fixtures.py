@@ -240,6 +240,19 @@ def note_needed_runs(session: pytest.Session) -> None:
     session.config.stash[NEEDED_RUNS] = tuple(needed)
 
 
+class RunsRead:
+    """Registered in a session (`pytest.main(..., plugins=[...])`), the runs its selected
+    claims read, once they are collected (`names`): what a sweep's batch trains for every
+    seed before any claim runs."""
+
+    def __init__(self) -> None:
+        self.names: tuple[str, ...] = ()
+
+    @pytest.hookimpl(trylast=True)  # after the plugin's own, which notes them
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.names = session.config.stash.get(NEEDED_RUNS, ())
+
+
 @pytest.fixture(scope="session")
 def run_cache(
     pytestconfig: pytest.Config, recipe: Any, tmp_path_factory: pytest.TempPathFactory

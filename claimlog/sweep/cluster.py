@@ -34,6 +34,7 @@ from claimlog.platform import (
     apply,
 )
 from claimlog.sweep.job import run_batch, run_variant, worker_cache
+from claimlog.sweep.progress import PROGRESS, Estimate
 from claimlog.sweep.variants import (
     ATEN_AVX512,
     MKL_AUTO,
@@ -301,53 +302,92 @@ def run(
         )
         futures[future] = task
     failed: list[str] = []
-    start = time.monotonic()
+    start = said = time.monotonic()
     done = 0
     floor = spent = 0.0
-    for future in as_completed(futures):
-        task = futures[future]
-        try:
-            answer = future.result()
-            results = answer if len(task) > 1 else [answer]
-        except Exception as error:  # a task's failure is reported; the others go on
-            results = [{"failed": f"{type(error).__name__}: {error}"} for _ in task]
-        found = results[0].get("together")
-        # One at a time, a seed trained together would have trained as its batch's first did.
-        alone = float(results[0].get("alone", 0.0)) if found == "the same bits" else 0.0
-        written = []
-        for i, (job, result) in enumerate(zip(task, results, strict=True)):
-            done += 1
-            if "failed" in result:
-                failed.append(job.variant.name)
-                say(f"[{already + done}/{total}] {job.variant.name} FAILED: {result['failed']}")
-                continue
-            fragment = Fragment.from_json(result["fragment"])
-            store.write(fragment)
-            written.append(fragment)
-            floor += float(result["computing"]) + (alone if i else 0.0)
-            spent += float(result["seconds"])
-        if not written:
+    estimate = Estimate()
+    pending = as_completed(futures)
+    while not pending.is_empty():
+        if not pending.has_ready():
+            # Nothing ended: a batch may be long in its together training. What it measured
+            # so far says how long the sweep has left, every PERIOD seconds.
+            time.sleep(0.5)
+            if time.monotonic() - said >= PERIOD:
+                said = time.monotonic()
+                left = _time_left(client, futures, estimate, workers)
+                if left is not None:
+                    now = ", ".join(_running(client, futures))
+                    say(f"[{already + done}/{total}] running: {now}; about {_clock(left)} left")
             continue
-        elapsed = time.monotonic() - start
-        # The jobs so far ran `workers` at a time: their wall time per job is the rate at
-        # which the rest will finish (dividing by the workers again would count them twice).
-        left = (elapsed / done) * (len(jobs) - done)
-        running = _running(client, futures)
-        said = task[0].variant.name
-        if len(task) > 1:
-            said += f" to {task[-1].variant.name} ({len(task)} seeds, trained together: {found})"
-        say(
-            f"[{already + done}/{total}] {said} on {written[0].platform_id}"
-            + (f"; running: {', '.join(running)}" if running else "")
-            + (
-                f"; about {_clock(left)} left"
-                if done < len(jobs)
-                else f"; done in {_clock(elapsed)}"
+        for future in pending.next_batch(block=False):
+            said = time.monotonic()
+            task = futures[future]
+            try:
+                answer = future.result()
+                results = answer if len(task) > 1 else [answer]
+            except Exception as error:  # a task's failure is reported; the others go on
+                results = [{"failed": f"{type(error).__name__}: {error}"} for _ in task]
+            found = results[0].get("together")
+            # One at a time, a seed trained together would have trained as its batch's first.
+            alone = float(results[0].get("alone", 0.0)) if found == "the same bits" else 0.0
+            if len(task) == 1 and "seconds" in results[0]:
+                took = estimate.took.setdefault(task[0].variant.threads, [])
+                took.append(float(results[0]["seconds"]))
+            written = []
+            for i, (job, result) in enumerate(zip(task, results, strict=True)):
+                done += 1
+                if "failed" in result:
+                    failed.append(job.variant.name)
+                    say(f"[{already + done}/{total}] {job.variant.name} FAILED: {result['failed']}")
+                    continue
+                fragment = Fragment.from_json(result["fragment"])
+                store.write(fragment)
+                written.append(fragment)
+                floor += float(result["computing"]) + (alone if i else 0.0)
+                spent += float(result["seconds"])
+            if not written:
+                continue
+            elapsed = time.monotonic() - start
+            left = _time_left(client, futures, estimate, workers) if done < len(jobs) else 0.0
+            if left is None:  # nothing measured yet: the jobs so far, `workers` at a time
+                left = (elapsed / done) * (len(jobs) - done)
+            running = _running(client, futures)
+            named = task[0].variant.name
+            if len(task) > 1:
+                named += (
+                    f" to {task[-1].variant.name} ({len(task)} seeds, trained together: {found})"
+                )
+            say(
+                f"[{already + done}/{total}] {named} on {written[0].platform_id}"
+                + (f"; running: {', '.join(running)}" if running else "")
+                + (
+                    f"; about {_clock(left)} left"
+                    if done < len(jobs)
+                    else f"; done in {_clock(elapsed)}"
+                )
             )
-        )
     if spent:
-        say(floor_said(elapsed, floor, workers))
+        say(floor_said(time.monotonic() - start, floor, workers))
     return failed
+
+
+PERIOD = 15.0  # seconds between the lines that say the time left while no task ends
+
+
+def _time_left(
+    client: Client, futures: Mapping[Any, Sequence[Job]], estimate: Estimate, workers: int
+) -> float | None:
+    """The sweep's time left (`Estimate`), from what its batches told so far."""
+    estimate.hear(client.get_events(PROGRESS))
+    executing = _executing_keys(client)
+    running, waiting = {}, []
+    for future, task in futures.items():
+        shape = (len(task), task[0].variant.threads)
+        if str(future.key) in executing:
+            running[str(future.key)] = shape
+        elif not future.done():
+            waiting.append(shape)
+    return estimate.left(workers, running, waiting)
 
 
 def _batches(tasks: Sequence[Sequence[Job]]) -> str:
@@ -373,12 +413,16 @@ def _executing(dask_worker: Any) -> list[str]:
     return [str(task.key) for task in dask_worker.state.executing]
 
 
-def _running(client: Client, futures: dict[Any, list[Job]]) -> list[str]:
+def _executing_keys(client: Client) -> set[str]:
+    return {str(key) for keys in client.run(_executing).values() for key in keys}
+
+
+def _running(client: Client, futures: Mapping[Any, Sequence[Job]]) -> list[str]:
     """The tasks being computed now (not those merely waiting on a worker), by their first
     variant (a batch: "sampler-seed-1 and 31 more")."""
-    executing = {key for keys in client.run(_executing).values() for key in keys}
+    executing = _executing_keys(client)
     return sorted(
         task[0].variant.name + (f" and {len(task) - 1} more" if len(task) > 1 else "")
         for f, task in futures.items()
-        if f.key in executing
+        if str(f.key) in executing
     )

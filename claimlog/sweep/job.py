@@ -29,6 +29,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +40,10 @@ from claimlog.kernels import fingerprint, kernel_bits, reference_kernels
 from claimlog.machine import TORCH_FACTS_FOLDER, import_torch, torch_facts
 from claimlog.places import Places
 from claimlog.platform import VARIABLES, Platform, apply
-from claimlog.runner import PROJECT_FILES, run_claims, run_claims_here
+from claimlog.runner import PROJECT_FILES, pytest_here, run_claims, run_claims_here
 from claimlog.runs import TrainedRuns
 from claimlog.store import COMPUTED, Entry, Store, digest
+from claimlog.sweep.progress import Phases
 
 # Claims that read the sweep's own tables (marked `evidence`) are no claims about a seed.
 NOT_EVIDENCE = "not evidence"
@@ -198,33 +200,46 @@ def run_batch(
     cache_dir: str | None = None,
     claims: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """A batch of seed variants in one task, each computing the same `claims`: the first as
-    `run_variant` runs it, the runs it lacks trained one at a time; then those runs trained
-    for every seed of the batch at once (but those kept already), those of one shape
-    together (`Declaration.together`), and the first seed's compared, run by run and bit for
-    bit, with what it trained alone; then the others' claims, which find their runs in the
-    cache. Where the bits differ, or anything of it fails, nothing trained together is kept,
-    and the others train one at a time. A seed that fails is its own failure (`"failed"`):
-    the others keep their fragments.
+    """A batch of seed variants in one task, each computing the same `claims`. The runs those
+    claims read (found by collecting them) are trained for every seed at once, those of one
+    shape together (`Declaration.together`), and held; the first seed's claims then run as
+    `run_variant` runs them, their runs trained one at a time, and the first seed's held runs
+    are compared, run by run and bit for bit, with them. Where they agree, the others' are
+    kept, and the others' claims find them in the cache; where they do not, or anything of it
+    fails, none is kept and the others train one at a time. A seed that fails is its own
+    failure (`"failed"`): the others keep their fragments. The together training comes first:
+    the batch's longest phase, measured first, is what the sweep's estimate of the time left
+    stands on from early on (`Phases`).
 
     Returns each variant's result, the first's with `"alone"`, its training's seconds (what
     one seed costs one at a time: the floor), and `"together"`, what the batch found."""
     cache = Path(cache_dir) if cache_dir else worker_cache()
+    phases = Phases(len(variants))
+    held: Held | None = None
+    found = "not tried"
+    if len(variants) > 1 and cache is not None and all(in_this_process(v) for v in variants):
+        try:
+            root = _project_here(project)
+            held = _train_together(root, variants, cache, only(claims, select), phases)
+        except Exception as error:  # the others train alone, in their own sessions
+            found = f"not kept: {type(error).__name__}: {error}"
     first = _or_failure(run_variant, variants[0], project, select, cache_dir, claims, True)
     first["alone"] = first.get("training", 0.0)
-    found = "not tried"
     if "failed" in first:
         found = "not tried: the first seed failed"
-    elif len(variants) > 1 and cache is not None and all(in_this_process(v) for v in variants):
+    elif held is not None:
         try:
-            found = _train_together(_project_here(project), variants, cache, first["trained"])
-        except Exception as error:  # the others train alone, in their own sessions
+            found = held.check_and_keep(first["trained"])
+        except Exception as error:
             found = f"not kept: {type(error).__name__}: {error}"
     first["together"] = found
     apart = found != "the same bits"
-    rest = [
-        _or_failure(run_variant, v, project, select, cache_dir, claims, apart) for v in variants[1:]
-    ]
+    phases.note(first=first.get("seconds", 0.0), apart=apart)
+    rest: list[dict[str, Any]] = []
+    for variant in variants[1:]:
+        rest.append(_or_failure(run_variant, variant, project, select, cache_dir, claims, apart))
+        mean = sum(float(r.get("seconds", 0.0)) for r in rest) / len(rest)
+        phases.note(every=2.0, seeds_done=len(rest), seed_seconds=mean)
     return [first, *rest]
 
 
@@ -237,18 +252,81 @@ def _or_failure(job: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any
         return {"failed": f"{type(error).__name__}: {error}"}
 
 
+@dataclass
+class Held:
+    """Runs trained together and not kept yet: the first seed's (a run, or the error it
+    failed with), to compare with what its session trains alone; the others', kept once they
+    agree. `why_not`: why nothing was trained together."""
+
+    training: Any = None
+    store: Store | None = None
+    first: TrainedRuns | None = None
+    first_runs: dict[str, Any] = field(default_factory=dict)
+    others: list[tuple[TrainedRuns, str, Any]] = field(default_factory=list)
+    why_not: str = ""
+
+    def check_and_keep(self, trained_alone: Sequence[str]) -> str:
+        """The first seed's held runs compared with those its session trained alone
+        (`trained_alone`, kept in the store), bit for bit; the others kept if they agree.
+        What was found: "the same bits", or why nothing was kept."""
+        if self.why_not:
+            return self.why_not
+        assert self.store is not None and self.first is not None
+        compared = [name for name in trained_alone if name in self.first_runs]
+        if not compared:
+            return "nothing to compare: the first seed trained none of its runs alone"
+        training, first = self.training, self.first
+        for name in compared:
+            run, key = self.first_runs[name], first.key(name)
+            alone = self.store.get(key)
+            if not isinstance(alone, Entry):
+                return f"the first seed's {name} is not kept where the batch looks for it"
+            if isinstance(run, Exception):
+                return f"{name} failed trained together ({run}) but not alone"
+            described = json.dumps(dict(training.describe(run)), sort_keys=True)
+            was = training.decode(name, alone.content, alone.about["run"], key)
+            if training.encode(run) != training.encode(was) or described != json.dumps(
+                alone.about["run"], sort_keys=True
+            ):
+                return f"{name} trained together gave other bits than alone"
+        for runs, name, run in self.others:
+            with self.store.lock(runs.key(name)):
+                runs.keep(name, run, 0.0, {"together": len(self.others)})
+        return "the same bits"
+
+
+def _runs_read(root: Path, variant: Variant, expression: str | None, cache: Path) -> list[str]:
+    """The runs the variant's claims (`-k expression`) declare they read, found by collecting
+    them in this process, as its session will (no claim runs)."""
+    from claimlog.plugin.fixtures import RunsRead
+
+    read = RunsRead()
+    args = ["-n", "0", "-q", "--collect-only", *variant.args(), "-m", NOT_EVIDENCE]
+    args += ["-k", expression] if expression else []
+    with tempfile.TemporaryDirectory(prefix="claimlog-sweep-") as scratch:
+        outputs = Path(scratch) / "out"
+        code, said = pytest_here(args, root=root, outputs=outputs, cache_dir=cache, plugins=[read])
+    if code not in (0, 5):  # 5: no claim selected, and so no run read
+        raise RuntimeError(f"collecting the claims under {variant.name} failed:\n{said[-2000:]}")
+    return list(read.names)
+
+
 def _train_together(
-    root: Path, variants: Sequence[Variant], cache: Path, names: Sequence[str]
-) -> str:
-    """The runs `names` (those the first variant's session trained, alone) of every variant
-    trained at once, into the runs' cache of `cache`, but those already kept there; the
-    first's compared with what its session trained alone. What was found: "the same bits",
-    or why nothing was kept."""
-    if not names:
-        return "nothing to train: the first seed's runs were kept already"
+    root: Path, variants: Sequence[Variant], cache: Path, expression: str | None, phases: Phases
+) -> Held:
+    """The runs the claims read, of every variant, trained at once, but those already kept
+    in the runs' cache of `cache`, and held (`Held`), the together training's progress told
+    to `phases`."""
     workshop = declared_in(root)
     if workshop.together is None or workshop.training is None or workshop.recipe is None:
-        return "not declared"
+        return Held(why_not="not declared")
+    started = time.perf_counter()
+    names = _runs_read(root, variants[0], expression, cache)
+    # Collected again, with the claims' imports done: what the estimate of a session takes.
+    again = time.perf_counter()
+    _runs_read(root, variants[0], expression, cache)
+    collected = time.perf_counter()
+    import_torch()  # as the engine imports it, before the workshop's code does
     training, together = workshop.training(), workshop.together()
     places = Places(root)
     facts = Store(cache / "d" / TORCH_FACTS_FOLDER)
@@ -266,35 +344,40 @@ def _train_together(
         )
         for v in variants
     ]
+    first = batch[0]
+    phases.note(
+        collect=collected - started,
+        session_prior=2 * (collected - again),
+        alone_prior=sum(training.cost(name, first.recipe) for name in names),
+    )
+    if not [name for name in names if not store.has(first.key(name))]:
+        return Held(why_not="nothing to train: the first seed's runs were kept already")
     shapes: dict[object, list[tuple[TrainedRuns, str]]] = {}
     for runs in batch:
         for name in names:
             shape = together.shape(name, runs.recipe)
-            there = runs is not batch[0] and store.has(runs.key(name))
-            if shape is not None and not there:  # None: a run that trains alone
+            if shape is not None and not store.has(runs.key(name)):  # None: trains alone
                 shapes.setdefault(shape, []).append((runs, name))
-    kept: list[tuple[TrainedRuns, str, Any]] = []
-    for members in shapes.values():
+    held = Held(training, store, first)
+    weights = [sum(training.cost(name, runs.recipe) for runs, name in g) for g in shapes.values()]
+    before, whole, start = 0.0, sum(weights) or 1.0, time.perf_counter()
+    for members, weight in zip(shapes.values(), weights, strict=True):
+
+        def progress(fraction: float, before: float = before, weight: float = weight) -> None:
+            seconds = time.perf_counter() - start
+            done = (before + weight * fraction) / whole
+            phases.note(every=2.0, together_done=done, together_seconds=seconds)
+
         trained = together.train(
             [(name, runs.recipe) for runs, name in members],
             [runs.key(name) for runs, name in members],
+            progress,
         )
+        before += weight
         for (runs, name), run in zip(members, trained, strict=True):
-            if isinstance(run, Exception):
-                continue  # it fails alone, in its own session
-            if runs is batch[0]:
-                alone = store.get(runs.key(name))
-                if not isinstance(alone, Entry):
-                    return f"the first seed's {name} is not kept where the batch looks for it"
-                described = json.dumps(dict(training.describe(run)), sort_keys=True)
-                was = training.decode(name, alone.content, alone.about["run"], runs.key(name))
-                if training.encode(run) != training.encode(was) or described != json.dumps(
-                    alone.about["run"], sort_keys=True
-                ):
-                    return f"{name} trained together gave other bits than alone"
-            else:
-                kept.append((runs, name, run))
-    for runs, name, run in kept:
-        with store.lock(runs.key(name)):
-            runs.keep(name, run, 0.0, {"together": len(kept)})
-    return "the same bits"
+            if runs is first:
+                held.first_runs[name] = run
+            elif not isinstance(run, Exception):  # it fails alone, in its own session
+                held.others.append((runs, name, run))
+    phases.note(together_done=1.0, together_seconds=time.perf_counter() - start)
+    return held

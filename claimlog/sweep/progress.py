@@ -1,0 +1,153 @@
+"""How long the sweep has left, from what its tasks measured as they went.
+
+A batch of seeds (`claimlog.sweep.job.run_batch`) spends most of its time in one phase, the
+together training, and finishes nothing until its end: counting finished jobs says nothing
+for most of the sweep. So a batch tells the sweep's client what it measured as it goes
+(`Phases`, a Dask event): the together training's fraction done and its seconds first (the
+batch trains together first, so this comes early), then what its first seed cost alone,
+then its other seeds'. `batch_seconds` makes a batch's whole time of them, and `time_left`
+hands the tasks still waiting to the workers as they come free, as Dask does, to say when
+the last one ends. A job on its own (a platform's) tells nothing: until one ends, it is taken
+to cost what a seed costs alone.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+# The Dask event topic on which a batch tells the sweep's client what it measured so far.
+PROGRESS = "claimlog-sweep-progress"
+
+
+class Phases:
+    """What a batch has measured, told to the sweep's client as it goes (a Dask event on
+    `PROGRESS`; off a worker, only kept): its seeds; how long collecting its claims took,
+    and the estimate of a session made of it (`batch_seconds`);
+    the together training's fraction done and its seconds so far; the workshop's own rough
+    estimate of one seed's training (`Training.cost`), then what its first seed cost alone;
+    the mean of its other seeds; whether its seeds train one at a time (`apart`)."""
+
+    def __init__(self, seeds: int) -> None:
+        self.facts: dict[str, Any] = {"seeds": seeds}
+        self.started = time.perf_counter()
+        self._told = -1.0
+        try:
+            from distributed import get_worker
+
+            self._worker: Any = get_worker()
+            self.facts["task"] = str(self._worker.get_current_task())
+        except ValueError:  # not in a worker's task
+            self._worker = None
+
+    def note(self, every: float = 0.0, **facts: Any) -> None:
+        """Add `facts`; tell them, unless the last were told less than `every` seconds ago."""
+        self.facts.update(facts)
+        now = time.perf_counter()
+        if self._worker is not None and now - self._told >= every:
+            self._told = now
+            self._worker.log_event(PROGRESS, {**self.facts, "elapsed": now - self.started})
+
+
+def batch_seconds(facts: Mapping[str, Any]) -> float | None:
+    """A batch's whole time, from what it told (`Phases`), or None before the together
+    training has said how fast it goes. A session besides its training (the first seed's,
+    and each later seed's, which trains nothing) is taken, until one is measured, as its
+    `session_prior`: twice what collecting the claims took once their imports were done (a
+    session collects them, then runs them, reusing what it reads)."""
+    collect = float(facts.get("collect", 0.0))
+    together = float(facts.get("together_seconds", 0.0))
+    first = facts.get("first")
+    if facts.get("apart"):  # its seeds train one at a time: each costs what the first did
+        return collect + together + int(facts["seeds"]) * float(first or 0.0)
+    done = float(facts.get("together_done", 0.0))
+    if done < 0.01:
+        return None
+    session = float(facts.get("session_prior", 0.0))
+    alone = float(first) if first is not None else float(facts["alone_prior"]) + session
+    seed = float(facts.get("seed_seconds") or session)
+    return collect + together / done + alone + (int(facts["seeds"]) - 1) * seed
+
+
+def time_left(
+    workers: int, running: Sequence[float | None], waiting: Sequence[float | None]
+) -> float | None:
+    """When the last task ends, in seconds from now, or None while a task's time is unknown.
+    `running`: what each running task has left; `waiting`: each waiting task's whole time, in
+    the order they were submitted, each taken by the worker that comes free first."""
+    if any(seconds is None for seconds in (*running, *waiting)):
+        return None
+    free = sorted([float(s or 0.0) for s in running] + [0.0] * max(0, workers - len(running)))
+    for seconds in waiting:
+        heapq.heappush(free, heapq.heappop(free) + float(seconds or 0.0))
+    return max(free, default=0.0)
+
+
+class Estimate:
+    """The sweep's estimate of its time left: what its batches told (`Phases`), what its
+    single jobs took (by their thread count: on a shared machine a job of two threads takes
+    longer than one of one), and when each running single job was first seen running."""
+
+    def __init__(self) -> None:
+        self.told: dict[str, tuple[float, Mapping[str, Any]]] = {}  # task key: (when, facts)
+        self.took: dict[int, list[float]] = {}  # single jobs' seconds, by their threads
+        self.began: dict[str, float] = {}  # running single job's key: when first seen
+
+    def hear(self, events: Sequence[tuple[float, Mapping[str, Any]]]) -> None:
+        """The batches' events, as `Client.get_events(PROGRESS)` gives them (in order)."""
+        for when, facts in events:
+            self.told[str(facts.get("task"))] = (when, facts)
+
+    def _seed_alone(self) -> float | None:
+        """One seed's session, its runs trained alone: measured, or the workshop's estimate."""
+        for _, facts in self.told.values():
+            if facts.get("first") is not None:
+                return float(facts["first"])
+        for _, facts in self.told.values():
+            if "alone_prior" in facts:
+                return float(facts["alone_prior"]) + float(facts.get("session_prior", 0.0))
+        return None
+
+    def _single(self, threads: int) -> float | None:
+        """A single job's whole time: the mean of those of its thread count that ended, or,
+        before one has, what one seed costs alone."""
+        took = self.took.get(threads)
+        return sum(took) / len(took) if took else self._seed_alone()
+
+    def _per_seed(self) -> float | None:
+        """A batch's time per seed, from any batch whose whole time is known."""
+        for _, facts in self.told.values():
+            total = batch_seconds(facts)
+            if total is not None:
+                return total / int(facts["seeds"])
+        return None
+
+    def left(
+        self,
+        workers: int,
+        running: Mapping[str, tuple[int, int]],
+        waiting: Sequence[tuple[int, int]],
+        now: float | None = None,
+    ) -> float | None:
+        """Seconds until the sweep ends. `running`: each running task's key, its seeds (1: a
+        single job) and its threads; `waiting`: each waiting task's, in submission order."""
+        now = time.time() if now is None else now
+        per_seed = self._per_seed()
+        left: list[float | None] = []
+        for key, (seeds, threads) in running.items():
+            if seeds == 1:
+                began = self.began.setdefault(key, now)
+                single = self._single(threads)
+                left.append(None if single is None else max(0.0, single - (now - began)))
+                continue
+            when, facts = self.told.get(key, (now, {}))
+            total = batch_seconds(facts) if facts else None
+            elapsed = float(facts.get("elapsed", 0.0)) + (now - when)
+            left.append(None if total is None else max(0.0, total - elapsed))
+        whole = [
+            self._single(threads) if seeds == 1 else None if per_seed is None else per_seed * seeds
+            for seeds, threads in waiting
+        ]
+        return time_left(workers, left, whole)
