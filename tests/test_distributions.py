@@ -14,7 +14,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from test_init import an_authors_session
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,10 +24,52 @@ def clean_env():
     return {k: v for k, v in os.environ.items() if k not in drop}
 
 
-def run(*args, cwd):
+def run(*args, cwd, passes=True):
     done = subprocess.run(args, cwd=cwd, env=clean_env(), capture_output=True, text=True)
-    assert done.returncode == 0, f"{args}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    said = f"{args}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert (done.returncode == 0) == passes, said
     return done.stdout
+
+
+def git(folder, *args):
+    return run("git", "-C", folder, *args, cwd=folder)
+
+
+def an_authors_session(where, name, venv):
+    """`claimlog init NAME` with the venv's command, then as its author lives with it: the
+    workshop passes at once on the reference platform, git sees nothing of what pytest wrote,
+    an edit of the recipe fails its claim, and one `--snapshot-update` records the edit and
+    rewrites the text's quotes, git seeing nothing else move."""
+    package = name.replace("-", "_")
+    said = run(venv / "bin" / "claimlog", "init", name, cwd=where)
+    assert f"wrote the workshop '{package}' into {name}" in said
+    folder = where / name
+    git(folder, "init", "-q")
+    git(folder, "add", ".")
+    git(folder, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    pytest_ = [venv / "bin" / "python", "-m", "pytest"]
+    said = run(*pytest_, cwd=folder)
+    header = next(line for line in said.splitlines() if line.startswith(f"{package}: "))
+    assert header.startswith(f"{package}: the reference platform (")
+    assert "its kernels giving the bits" in header
+    assert "4 passed" in said  # two claims, and the text's two citations
+    # obtained/ and pytest's cache ignore themselves.
+    assert git(folder, "status", "--porcelain") == ""
+    experiment = folder / package / "experiment.py"
+    experiment.write_text(experiment.read_text().replace("steps: int = 300", "steps: int = 200"))
+    said = run(*pytest_, cwd=folder, passes=False)
+    assert "test_the_net_learns_the_circle FAILED" not in said
+    assert f"FAILED claims/test_{package}.py::test_the_net_learns_the_circle" in said
+    assert git(folder, "status", "--porcelain").splitlines() == [f" M {package}/experiment.py"]
+    said = run(*pytest_, "--snapshot-update", cwd=folder)
+    assert f"text/{package}.md:3  300 -> 200 (log line 3, net, steps)" in said
+    changed = {line[3:] for line in git(folder, "status", "--porcelain").splitlines()}
+    assert f"{package}/experiment.py" in changed and "captures/results.log" in changed
+    assert all(
+        p == f"{package}/experiment.py" or p.startswith(("captures/", "snapshots/", "text/"))
+        for p in changed
+    )
+    run(*pytest_, cwd=folder)
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +107,8 @@ def test_a_newcomer_installs_the_wheel_writes_a_workshop_and_runs_it_and_dropout
     pip.append("--no-compile")
     run(*pip, wheel, "torch==2.13.0", cwd=tmp_path)
 
-    # `claimlog init demo`, then what its author does with it (tests/test_init.py).
-    init = [venv / "bin" / "claimlog", "init", "demo"]
-    an_authors_session(tmp_path, "demo", python=venv / "bin" / "python", init=init)
+    # `claimlog init demo`, then what its author does with it.
+    an_authors_session(tmp_path, "demo", venv)
 
     # Installed from a copy of its folder (pip builds in it), run in another without its
     # package: the claims import the installed one.
