@@ -7,13 +7,12 @@ import pytest
 from claimlog.sweep.progress import Estimate, batch_seconds, time_left
 
 # A batch of 32 seeds, 20% into its together training after 24 s (so 120 s in all); its
-# claims took 0.5 s to collect (twice: a session estimated at 1 s), the workshop estimates
+# claims took 1 s to collect (a session is estimated at as much), the workshop estimates
 # one seed's training at 20 s.
 EARLY = {
     "task": "b1",
     "seeds": 32,
-    "collect": 0.5,
-    "session_prior": 1.0,
+    "collect": 1.0,
     "alone_prior": 20.0,
     "together_done": 0.2,
     "together_seconds": 24.0,
@@ -25,19 +24,19 @@ def test_a_batch_is_unknown_until_its_together_training_says_how_fast_it_goes():
     assert batch_seconds({**EARLY, "together_done": 0.0, "together_seconds": 0.0}) is None
     # collect + together + the first seed alone (its estimate and a session) + 31 sessions
     # that train nothing
-    assert batch_seconds(EARLY) == pytest.approx(0.5 + 120 + 21 + 31 * 1.0)
+    assert batch_seconds(EARLY) == pytest.approx(1 + 120 + 21 + 31 * 1.0)
 
 
 def test_what_a_batch_measured_replaces_the_estimates():
     measured = {**EARLY, "together_done": 1.0, "together_seconds": 118.0, "first": 27.0}
-    assert batch_seconds(measured) == pytest.approx(0.5 + 118 + 27 + 31 * 1.0)
+    assert batch_seconds(measured) == pytest.approx(1 + 118 + 27 + 31 * 1.0)
     measured["seed_seconds"] = 0.9
-    assert batch_seconds(measured) == pytest.approx(0.5 + 118 + 27 + 31 * 0.9)
+    assert batch_seconds(measured) == pytest.approx(1 + 118 + 27 + 31 * 0.9)
 
 
 def test_a_batch_whose_seeds_train_apart_costs_its_first_seed_each():
     apart = {**EARLY, "together_done": 1.0, "together_seconds": 118.0, "first": 27.0}
-    assert batch_seconds({**apart, "apart": True}) == pytest.approx(0.5 + 118 + 32 * 27)
+    assert batch_seconds({**apart, "apart": True}) == pytest.approx(1 + 118 + 32 * 27)
 
 
 def test_the_waiting_tasks_go_to_whichever_worker_comes_free_first():
@@ -55,7 +54,7 @@ def test_a_sweep_of_two_batches_and_platform_jobs_is_estimated_from_the_first_te
     estimate.hear([(1000.0, EARLY), (1000.0, {**EARLY, "task": "b2"})])
     batches = {"b1": (32, 1), "b2": (32, 1)}
     left = estimate.left(2, batches, [(1, 1)] * 6, now=1000.0)
-    batch = 0.5 + 120 + 21 + 31 * 1.0 - 24.5
+    batch = 1 + 120 + 21 + 31 * 1.0 - 24.5
     assert left == pytest.approx(batch + 3 * 21)
     # A platform job that ended measures the others of its thread count: five left, three
     # on one worker; one of two threads is measured apart.

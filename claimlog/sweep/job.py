@@ -322,9 +322,6 @@ def _train_together(
         return Held(why_not="not declared")
     started = time.perf_counter()
     names = _runs_read(root, variants[0], expression, cache)
-    # Collected again, with the claims' imports done: what the estimate of a session takes.
-    again = time.perf_counter()
-    _runs_read(root, variants[0], expression, cache)
     collected = time.perf_counter()
     import_torch()  # as the engine imports it, before the workshop's code does
     training, together = workshop.training(), workshop.together()
@@ -347,7 +344,6 @@ def _train_together(
     first = batch[0]
     phases.note(
         collect=collected - started,
-        session_prior=2 * (collected - again),
         alone_prior=sum(training.cost(name, first.recipe) for name in names),
     )
     if not [name for name in names if not store.has(first.key(name))]:
