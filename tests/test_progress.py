@@ -1,10 +1,13 @@
 """The sweep's estimate of its time left (claimlog/sweep/progress.py), from what its batches
 told: the together training measured first, the rest from the workshop's own estimate until
-measured; the waiting tasks handed to the workers as they come free."""
+measured; the waiting tasks handed to the workers as they come free; and the order of the
+tasks (claimlog/sweep/cluster.py), one job alone among the first, to be measured early."""
 
 import pytest
 
+from claimlog.sweep.cluster import Job, batches
 from claimlog.sweep.progress import Estimate, batch_seconds, time_left
+from claimlog.sweep.variants import WORKSHOP, one_setting_varied, per_machine, seed_variants
 
 # A batch of 32 seeds, 20% into its together training after 24 s (so 120 s in all); its
 # claims took 1 s to collect (a session is estimated at as much), the workshop estimates
@@ -68,3 +71,21 @@ def test_a_sweep_of_two_batches_and_platform_jobs_is_estimated_from_the_first_te
 
 def test_nothing_is_said_while_a_running_batch_has_told_nothing():
     assert Estimate().left(2, {"b1": (32, 1)}, [(1, 1)], now=0.0) is None
+
+
+def test_one_job_alone_starts_with_the_batches_so_that_the_others_are_measured_early():
+    """After a recipe edit on two workers: two batches of 32 seeds and six platform jobs.
+    The workshop's own job goes to the second worker before its batch (each worker still
+    gets one batch); the job of two threads is never the one measured for the others."""
+    platform = [Job(v, None) for v in [*per_machine(), *one_setting_varied(avx512=True)]]
+    seeds = [Job(v, None) for v in seed_variants(["sampler", "init"], 32)]
+    tasks = batches([*platform, *seeds], workers=2)
+    assert [len(t) for t in tasks] == [32, 1, 32, 1, 1, 1, 1, 1]
+    assert tasks[1][0].variant is WORKSHOP
+    assert sorted(j.variant.name for t in tasks for j in t) == sorted(
+        j.variant.name for j in [*platform, *seeds]
+    )
+    # One worker: the job alone before the batch (one after another, the order costs
+    # nothing); no batch: the order is the plan's.
+    assert [len(t) for t in batches([*platform[:2], *seeds[:4]], workers=1)] == [1, 4, 1]
+    assert batches(platform, workers=2) == [[j] for j in platform]

@@ -240,8 +240,11 @@ BATCH = 32  # seeds a task trains together at the most
 def batches(jobs: Sequence[Job], workers: int) -> list[list[Job]]:
     """The tasks `jobs` run as: the seed variants that compute the same claims on the same
     workers in batches (`run_batch`), as many as there are workers and none larger than
-    `BATCH`, each one's seeds trained together; every other job alone. Batches first: they
-    are the longest."""
+    `BATCH`, each one's seeds trained together; every other job alone. Batches first, as
+    they are the longest, but for one job alone of one thread, which goes to the last
+    worker before its batch: until a job alone has ended, the estimate of the time left
+    takes each to cost what a seed does alone, and they cost less (each worker still gets a
+    batch, and its share of the rest)."""
     alike: dict[tuple[object, object], list[Job]] = {}
     for job in jobs:
         if job.variant.axis != "platform":
@@ -253,7 +256,13 @@ def batches(jobs: Sequence[Job], workers: int) -> list[list[Job]]:
         grouped += [seeds[i : i + size] for i in range(0, len(seeds), size)]
     grouped = [g for g in grouped if len(g) > 1]
     batched = {id(j) for group in grouped for j in group}
-    return [*grouped, *([j] for j in jobs if id(j) not in batched)]
+    alone = [[j] for j in jobs if id(j) not in batched]
+    early = next((t for t in alone if t[0].variant.threads == 1 and t[0].workers is None), None)
+    if early is None or not grouped:
+        return [*grouped, *alone]
+    alone.remove(early)
+    before = max(0, min(len(grouped), workers) - 1)
+    return [*grouped[:before], early, *grouped[before:], *alone]
 
 
 def run(
