@@ -66,7 +66,8 @@ class Training(Protocol):
         ...
 
     def cost(self, name: str, recipe: Any) -> float:
-        """A rough training time, in seconds: only its order matters."""
+        """A rough training time alone, in seconds: the order runs train in, and, until
+        the sweep has measured one, its first estimate of a seed's time."""
         ...
 
     def train(self, name: str, recipe: Any, key: str) -> Any:

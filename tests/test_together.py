@@ -162,3 +162,35 @@ def test_under_recompute_a_kept_run_is_trained_again_together_never_alone(tmp_pa
         "Xavier init",
         "plain",
     ]
+
+
+def test_a_batch_keeps_only_the_runs_its_first_seed_checked_bit_for_bit(tmp_path):
+    """Issue 51, the sweep's batch (`claimlog.sweep.job.Held`): of the runs trained together,
+    another seed's is kept only where the first seed's own run of that name was trained alone
+    by its session and compared; one its session did not train (a claim that failed before
+    reading it) is left for that seed's own session to train."""
+    from claimlog.store import MISSING
+    from claimlog.sweep.job import Held
+
+    store = Store(tmp_path / "runs")
+    where = {"platform": "here"}
+    first, other = (
+        TrainedRuns(TRAINING, SHORT.with_seeds(sampler=seed), where=lambda: where, store=store)
+        for seed in (1, 2)
+    )
+    names = ["plain", "batch norm"]
+    ours = dict(zip(names, train_together([(RUNS[n], first.recipe) for n in names]), strict=True))
+    theirs = train_together([(RUNS[n], other.recipe) for n in names])
+    first.get("plain")  # its session trained "plain" alone, and never read "batch norm"
+    others = [(other, n, r) for n, r in zip(names, theirs, strict=True)]
+    held = Held(TRAINING, store, first, ours, others)
+    assert held.check_and_keep(["plain"]) == "the same bits"
+    assert store.has(other.key("plain")) and not store.has(other.key("batch norm"))
+    assert other.found("plain") is not MISSING
+
+    # Other bits than alone: nothing of the others is kept.
+    wrong = {"plain": ours["batch norm"]}
+    third = TrainedRuns(TRAINING, SHORT.with_seeds(sampler=3), where=lambda: where, store=store)
+    held = Held(TRAINING, store, first, wrong, [(third, "plain", theirs[0])])
+    assert held.check_and_keep(["plain"]) == "plain trained together gave other bits than alone"
+    assert not store.has(third.key("plain"))

@@ -278,9 +278,11 @@ def run(
 ) -> list[str]:
     """Run `jobs` (at least one), writing each fragment as it arrives; return the names of
     those that failed. Seeds run in batches, each trained together (`batches`; not with
-    `together` False); the count and the time left are in jobs, and the floor the sweep is
-    measured against is every job's computations one at a time (a batch's first seed
-    trains alone: what each of its seeds would cost)."""
+    `together` False). The count is in jobs; the time left is estimated from what the
+    batches measured as they went (`claimlog.sweep.progress`), said as each task ends and
+    every `PERIOD` seconds between; the floor the sweep is measured against is every job's
+    computations one at a time (a batch's first seed trains alone: what each of its seeds
+    would cost)."""
     already = total - len(jobs)
     workers = max(1, len(client.scheduler_info()["workers"]))
     tasks = batches(jobs, workers) if together else [[j] for j in jobs]
@@ -293,8 +295,8 @@ def run(
     )
     shared = client.scatter(project, broadcast=True)
     session = uuid.uuid4().hex[:8]
-    futures: dict[Any, list[Job]] = {}
-    for number, task in enumerate(tasks):
+
+    def submit(number: int, task: list[Job]) -> Any:
         job = task[0]
         # A platform's own workshop run must run on a worker of that platform.
         placement = (
@@ -306,10 +308,18 @@ def run(
         batch = len(task) > 1
         runs: Callable[..., Any] = run_batch if batch else run_variant
         what = [j.variant for j in task] if batch else job.variant
-        future = client.submit(
+        return client.submit(
             runs, what, shared, select, cache_dir, job.claims, key=key, pure=False, **placement
         )
-        futures[future] = task
+
+    # The tasks any worker may run go to Dask one per free worker, in the order `batches`
+    # gives (handed over at once, Dask spreads them over the workers as they come, and a
+    # batch may wait behind jobs alone while another worker idles); a machine's own, at once.
+    numbered = list(enumerate(tasks))
+    later = [(n, t) for n, t in numbered if t[0].workers is None]
+    first = [(n, t) for n, t in numbered if t[0].workers is not None] + later[:workers]
+    later = later[workers:]
+    futures: dict[Any, list[Job]] = {submit(n, t): t for n, t in first}
     failed: list[str] = []
     start = said = time.monotonic()
     done = 0
@@ -323,7 +333,7 @@ def run(
             time.sleep(0.5)
             if time.monotonic() - said >= PERIOD:
                 said = time.monotonic()
-                left = _time_left(client, futures, estimate, workers)
+                left = _time_left(client, futures, later, estimate, workers)
                 if left is not None:
                     now = ", ".join(_running(client, futures))
                     say(f"[{already + done}/{total}] running: {now}; about {_clock(left)} left")
@@ -331,6 +341,11 @@ def run(
         for future in pending.next_batch(block=False):
             said = time.monotonic()
             task = futures[future]
+            if later:  # a worker came free: the next task in order
+                number, following = later.pop(0)
+                submitted = submit(number, following)
+                futures[submitted] = following
+                pending.add(submitted)
             try:
                 answer = future.result()
                 results = answer if len(task) > 1 else [answer]
@@ -357,7 +372,9 @@ def run(
             if not written:
                 continue
             elapsed = time.monotonic() - start
-            left = _time_left(client, futures, estimate, workers) if done < len(jobs) else 0.0
+            left = (
+                _time_left(client, futures, later, estimate, workers) if done < len(jobs) else 0.0
+            )
             if left is None:  # nothing measured yet: the jobs so far, `workers` at a time
                 left = (elapsed / done) * (len(jobs) - done)
             running = _running(client, futures)
@@ -384,11 +401,20 @@ PERIOD = 15.0  # seconds between the lines that say the time left while no task 
 
 
 def _time_left(
-    client: Client, futures: Mapping[Any, Sequence[Job]], estimate: Estimate, workers: int
+    client: Client,
+    futures: Mapping[Any, Sequence[Job]],
+    later: Sequence[tuple[int, Sequence[Job]]],
+    estimate: Estimate,
+    workers: int,
 ) -> float | None:
-    """The sweep's time left (`Estimate`), from what its batches told so far."""
-    estimate.hear(client.get_events(PROGRESS))
-    executing = _executing_keys(client)
+    """The sweep's time left (`Estimate`), from what its batches told so far; None while
+    not known, or when the cluster cannot be asked (a worker lost: its tasks go on elsewhere,
+    and the next line says)."""
+    try:
+        estimate.hear(client.get_events(PROGRESS))
+        executing = _executing_keys(client)
+    except Exception:
+        return None
     running, waiting = {}, []
     for future, task in futures.items():
         shape = (len(task), task[0].variant.threads)
@@ -396,6 +422,7 @@ def _time_left(
             running[str(future.key)] = shape
         elif not future.done():
             waiting.append(shape)
+    waiting += [(len(t), t[0].variant.threads) for _, t in later]
     return estimate.left(workers, running, waiting)
 
 

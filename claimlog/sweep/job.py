@@ -20,6 +20,7 @@ the project installed as the README says.
 from __future__ import annotations
 
 import atexit
+import inspect
 import io
 import json
 import os
@@ -42,7 +43,7 @@ from claimlog.places import Places
 from claimlog.platform import VARIABLES, Platform, apply
 from claimlog.runner import PROJECT_FILES, pytest_here, run_claims, run_claims_here
 from claimlog.runs import TrainedRuns
-from claimlog.store import COMPUTED, Entry, Store, digest
+from claimlog.store import COMPUTED, MISSING, Entry, Store, digest
 from claimlog.sweep.progress import Phases
 
 # Claims that read the sweep's own tables (marked `evidence`) are no claims about a seed.
@@ -234,12 +235,14 @@ def run_batch(
             found = f"not kept: {type(error).__name__}: {error}"
     first["together"] = found
     apart = found != "the same bits"
-    phases.note(first=first.get("seconds", 0.0), apart=apart)
+    # A failed first seed says nothing of what a seed costs alone.
+    phases.note(apart=apart, **({} if "failed" in first else {"first": first["seconds"]}))
     rest: list[dict[str, Any]] = []
     for variant in variants[1:]:
         rest.append(_or_failure(run_variant, variant, project, select, cache_dir, claims, apart))
-        mean = sum(float(r.get("seconds", 0.0)) for r in rest) / len(rest)
-        phases.note(every=2.0, seeds_done=len(rest), seed_seconds=mean)
+        took = [float(r["seconds"]) for r in rest if "seconds" in r]
+        if took:
+            phases.note(every=2.0, seed_seconds=sum(took) / len(took))
     return [first, *rest]
 
 
@@ -268,7 +271,10 @@ class Held:
     def check_and_keep(self, trained_alone: Sequence[str]) -> str:
         """The first seed's held runs compared with those its session trained alone
         (`trained_alone`, kept in the store), bit for bit; the others kept if they agree.
-        What was found: "the same bits", or why nothing was kept."""
+        Only the runs compared are kept, and only those no process kept meanwhile: a run the
+        first seed's session did not train alone (a claim that failed before reading it, a
+        run kept already) is trained by each seed's own session. What was found: "the same
+        bits", or why nothing was kept."""
         if self.why_not:
             return self.why_not
         assert self.store is not None and self.first is not None
@@ -289,9 +295,11 @@ class Held:
                 alone.about["run"], sort_keys=True
             ):
                 return f"{name} trained together gave other bits than alone"
-        for runs, name, run in self.others:
+        checked = [(runs, name, run) for runs, name, run in self.others if name in compared]
+        for runs, name, run in checked:
             with self.store.lock(runs.key(name)):
-                runs.keep(name, run, 0.0, {"together": len(self.others)})
+                if runs.found(name) is MISSING:
+                    runs.keep(name, run, 0.0, {"together": len(checked)})
         return "the same bits"
 
 
@@ -323,6 +331,8 @@ def _train_together(
     started = time.perf_counter()
     names = _runs_read(root, variants[0], expression, cache)
     collected = time.perf_counter()
+    if not names:
+        return Held(why_not="nothing to train: the claims read no run")
     import_torch()  # as the engine imports it, before the workshop's code does
     training, together = workshop.training(), workshop.together()
     places = Places(root)
@@ -355,6 +365,8 @@ def _train_together(
             if shape is not None and not store.has(runs.key(name)):  # None: trains alone
                 shapes.setdefault(shape, []).append((runs, name))
     held = Held(training, store, first)
+    # A workshop's `Together.train` written before it could be told its progress is not.
+    takes_progress = "progress" in inspect.signature(together.train).parameters
     weights = [sum(training.cost(name, runs.recipe) for runs, name in g) for g in shapes.values()]
     before, whole, start = 0.0, sum(weights) or 1.0, time.perf_counter()
     for members, weight in zip(shapes.values(), weights, strict=True):
@@ -364,10 +376,11 @@ def _train_together(
             done = (before + weight * fraction) / whole
             phases.note(every=2.0, together_done=done, together_seconds=seconds)
 
+        told = {"progress": progress} if takes_progress else {}
         trained = together.train(
             [(name, runs.recipe) for runs, name in members],
             [runs.key(name) for runs, name in members],
-            progress,
+            **told,
         )
         before += weight
         for (runs, name), run in zip(members, trained, strict=True):

@@ -13,6 +13,7 @@ to cost what a seed costs alone.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import time
 from collections.abc import Mapping, Sequence
@@ -47,7 +48,9 @@ class Phases:
         now = time.perf_counter()
         if self._worker is not None and now - self._told >= every:
             self._told = now
-            self._worker.log_event(PROGRESS, {**self.facts, "elapsed": now - self.started})
+            # If it cannot be told, the estimate goes without it; the batch's seeds go on.
+            with contextlib.suppress(Exception):
+                self._worker.log_event(PROGRESS, {**self.facts, "elapsed": now - self.started})
 
 
 def batch_seconds(facts: Mapping[str, Any]) -> float | None:
@@ -59,8 +62,9 @@ def batch_seconds(facts: Mapping[str, Any]) -> float | None:
     collect = float(facts.get("collect", 0.0))
     together = float(facts.get("together_seconds", 0.0))
     first = facts.get("first")
-    if facts.get("apart"):  # its seeds train one at a time: each costs what the first did
-        return collect + together + int(facts["seeds"]) * float(first or 0.0)
+    if facts.get("apart"):  # its seeds train one at a time: each costs a seed alone
+        alone = first if first is not None else float(facts.get("alone_prior", 0.0)) + collect
+        return collect + together + int(facts["seeds"]) * float(alone)
     done = float(facts.get("together_done", 0.0))
     if done < 0.01:
         return None
