@@ -37,6 +37,11 @@ def test_what_a_batch_measured_replaces_the_estimates():
     assert batch_seconds(measured) == pytest.approx(1 + 118 + 27 + 31 * 0.9)
 
 
+def test_a_later_seed_is_estimated_at_the_session_of_the_claims_that_read_no_run():
+    told = {**EARLY, "session": 0.8}  # spent before the together training, with collecting
+    assert batch_seconds(told) == pytest.approx(1 + 0.8 + 120 + 20.8 + 31 * 0.8)
+
+
 def test_a_batch_whose_seeds_train_apart_costs_its_first_seed_each():
     apart = {**EARLY, "together_done": 1.0, "together_seconds": 118.0, "first": 27.0}
     assert batch_seconds({**apart, "apart": True}) == pytest.approx(1 + 118 + 32 * 27)

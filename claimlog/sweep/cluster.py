@@ -375,8 +375,6 @@ def run(
             left = (
                 _time_left(client, futures, later, estimate, workers) if done < len(jobs) else 0.0
             )
-            if left is None:  # nothing measured yet: the jobs so far, `workers` at a time
-                left = (elapsed / done) * (len(jobs) - done)
             running = _running(client, futures)
             named = task[0].variant.name
             if len(task) > 1:
@@ -387,9 +385,11 @@ def run(
                 f"[{already + done}/{total}] {named} on {written[0].platform_id}"
                 + (f"; running: {', '.join(running)}" if running else "")
                 + (
-                    f"; about {_clock(left)} left"
-                    if done < len(jobs)
-                    else f"; done in {_clock(elapsed)}"
+                    f"; done in {_clock(elapsed)}"
+                    if done == len(jobs)
+                    else f"; about {_clock(left)} left"
+                    if left is not None
+                    else ""  # not known yet: no batch has said how fast it trains
                 )
             )
     if spent:

@@ -319,6 +319,24 @@ def _runs_read(root: Path, variant: Variant, expression: str | None, cache: Path
     return list(read.names)
 
 
+def _session_without_runs(
+    root: Path, variant: Variant, expression: str | None, cache: Path
+) -> float | None:
+    """The seconds a session of the variant's claims that read no run takes, or None if it
+    could not run: what a later seed's session, which reads its runs from the cache, is
+    estimated to take until one is measured. Not lost: what those claims compute is kept in
+    the cache, and the first seed's session reuses it."""
+    args = ["-n", "0", "-q", "--snapshot-update", "--no-figures", *variant.args()]
+    args += ["-m", f"{NOT_EVIDENCE} and not runs", *(["-k", expression] if expression else [])]
+    started = time.perf_counter()
+    try:
+        with tempfile.TemporaryDirectory(prefix="claimlog-sweep-") as scratch:
+            run_claims_here(args, root=root, outputs=Path(scratch) / "out", cache_dir=cache)
+    except Exception:
+        return None
+    return time.perf_counter() - started
+
+
 def _train_together(
     root: Path, variants: Sequence[Variant], cache: Path, expression: str | None, phases: Phases
 ) -> Held:
@@ -333,6 +351,10 @@ def _train_together(
     collected = time.perf_counter()
     if not names:
         return Held(why_not="nothing to train: the claims read no run")
+    phases.note(
+        collect=collected - started,
+        session=_session_without_runs(root, variants[0], expression, cache),
+    )
     import_torch()  # as the engine imports it, before the workshop's code does
     training, together = workshop.training(), workshop.together()
     places = Places(root)
@@ -352,10 +374,7 @@ def _train_together(
         for v in variants
     ]
     first = batch[0]
-    phases.note(
-        collect=collected - started,
-        alone_prior=sum(training.cost(name, first.recipe) for name in names),
-    )
+    phases.note(alone_prior=sum(training.cost(name, first.recipe) for name in names))
     if not [name for name in names if not store.has(first.key(name))]:
         return Held(why_not="nothing to train: the first seed's runs were kept already")
     shapes: dict[object, list[tuple[TrainedRuns, str]]] = {}

@@ -25,7 +25,8 @@ PROGRESS = "claimlog-sweep-progress"
 
 class Phases:
     """What a batch has measured, told to the sweep's client as it goes (a Dask event on
-    `PROGRESS`; off a worker, only kept): its seeds; how long collecting its claims took;
+    `PROGRESS`; off a worker, only kept): its seeds; how long collecting its claims took,
+    and a session of those that read no run;
     the together training's fraction done and its seconds so far; the workshop's own rough
     estimate of one seed's training (`Training.cost`), then what its first seed cost alone;
     the mean of its other seeds; whether its seeds train one at a time (`apart`)."""
@@ -57,21 +58,22 @@ def batch_seconds(facts: Mapping[str, Any]) -> float | None:
     """A batch's whole time, from what it told (`Phases`), or None before the together
     training has said how fast it goes. A session besides its training (the first seed's,
     and each later seed's, which trains nothing) is taken, until one is measured, as long as
-    collecting the claims first took, with their imports (measured on an AMD EPYC 25/17: a
-    later seed's session 0.92-0.98 s, the first collection 0.6-0.9 s, a second 0.14 s)."""
-    collect = float(facts.get("collect", 0.0))
+    the session of the claims that read no run took (`session`), or, without one, as long
+    as collecting the claims took."""
+    measured = facts.get("session")
+    before = float(facts.get("collect", 0.0)) + float(measured or 0.0)  # spent, first
+    session = float(measured or facts.get("collect", 0.0))
     together = float(facts.get("together_seconds", 0.0))
     first = facts.get("first")
     if facts.get("apart"):  # its seeds train one at a time: each costs a seed alone
-        alone = first if first is not None else float(facts.get("alone_prior", 0.0)) + collect
-        return collect + together + int(facts["seeds"]) * float(alone)
+        alone = first if first is not None else float(facts.get("alone_prior", 0.0)) + session
+        return before + together + int(facts["seeds"]) * float(alone)
     done = float(facts.get("together_done", 0.0))
     if done < 0.01:
         return None
-    session = collect
     alone = float(first) if first is not None else float(facts["alone_prior"]) + session
     seed = float(facts.get("seed_seconds") or session)
-    return collect + together / done + alone + (int(facts["seeds"]) - 1) * seed
+    return before + together / done + alone + (int(facts["seeds"]) - 1) * seed
 
 
 def time_left(
@@ -110,7 +112,8 @@ class Estimate:
                 return float(facts["first"])
         for _, facts in self.told.values():
             if "alone_prior" in facts:
-                return float(facts["alone_prior"]) + float(facts.get("collect", 0.0))
+                session = facts.get("session") or facts.get("collect", 0.0)
+                return float(facts["alone_prior"]) + float(session)
         return None
 
     def _single(self, threads: int) -> float | None:
