@@ -87,10 +87,12 @@ def test_one_job_alone_starts_with_the_batches_so_that_the_others_are_measured_e
     tasks = batches([*platform, *seeds], workers=2)
     assert [len(t) for t in tasks] == [32, 1, 32, 1, 1, 1, 1, 1]
     assert tasks[1][0].variant is WORKSHOP
+    assert tasks[3][0].variant.threads == 2  # the longest of the rest first
     assert sorted(j.variant.name for t in tasks for j in t) == sorted(
         j.variant.name for j in [*platform, *seeds]
     )
     # One worker: the job alone before the batch (one after another, the order costs
-    # nothing); no batch: the order is the plan's.
+    # nothing); no batch: the longest first, else the plan's order.
     assert [len(t) for t in batches([*platform[:2], *seeds[:4]], workers=1)] == [1, 4, 1]
-    assert batches(platform, workers=2) == [[j] for j in platform]
+    by_threads = sorted(platform, key=lambda j: -j.variant.threads)
+    assert batches(platform, workers=2) == [[j] for j in by_threads]

@@ -256,7 +256,9 @@ def batches(jobs: Sequence[Job], workers: int) -> list[list[Job]]:
         grouped += [seeds[i : i + size] for i in range(0, len(seeds), size)]
     grouped = [g for g in grouped if len(g) > 1]
     batched = {id(j) for group in grouped for j in group}
-    alone = [[j] for j in jobs if id(j) not in batched]
+    # The longest first, so that none is left to end the sweep alone: a job of more threads
+    # shares the machine's cores with the others' (a stable sort: else the plan's order).
+    alone = sorted(([j] for j in jobs if id(j) not in batched), key=lambda t: -t[0].variant.threads)
     early = next((t for t in alone if t[0].variant.threads == 1 and t[0].workers is None), None)
     if early is None or not grouped:
         return [*grouped, *alone]
