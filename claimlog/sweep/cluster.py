@@ -328,15 +328,19 @@ def run(
     floor = spent = 0.0
     estimate = Estimate()
     pending = as_completed(futures)
+    known = False  # whether the time left was said yet
     while not pending.is_empty():
         if not pending.has_ready():
             # Nothing ended: a batch may be long in its together training. What it measured
-            # so far says how long the sweep has left, every PERIOD seconds.
+            # so far says how long the sweep has left, every PERIOD seconds; until it first
+            # does, asked every few seconds, and said as soon as it is known.
             time.sleep(0.5)
-            if time.monotonic() - said >= PERIOD:
-                said = time.monotonic()
+            asked = time.monotonic()
+            if asked - said >= (PERIOD if known else ASK):
+                said = asked
                 left = _time_left(client, futures, later, estimate, workers)
                 if left is not None:
+                    known = True
                     now = ", ".join(_running(client, futures))
                     say(f"[{already + done}/{total}] running: {now}; about {_clock(left)} left")
             continue
@@ -377,6 +381,7 @@ def run(
             left = (
                 _time_left(client, futures, later, estimate, workers) if done < len(jobs) else 0.0
             )
+            known = known or left is not None
             running = _running(client, futures)
             named = task[0].variant.name
             if len(task) > 1:
@@ -400,6 +405,7 @@ def run(
 
 
 PERIOD = 15.0  # seconds between the lines that say the time left while no task ends
+ASK = 3.0  # seconds between asking for it until it is first known
 
 
 def _time_left(
