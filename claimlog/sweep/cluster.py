@@ -338,10 +338,10 @@ def run(
             asked = time.monotonic()
             if asked - said >= (PERIOD if known else ASK):
                 said = asked
-                left = _time_left(client, futures, later, estimate, workers)
+                left, running = _standing(client, futures, later, estimate, workers)
                 if left is not None:
                     known = True
-                    now = ", ".join(_running(client, futures))
+                    now = ", ".join(running)
                     say(f"[{already + done}/{total}] running: {now}; about {_clock(left)} left")
             continue
         for future in pending.next_batch(block=False):
@@ -378,11 +378,8 @@ def run(
             if not written:
                 continue
             elapsed = time.monotonic() - start
-            left = (
-                _time_left(client, futures, later, estimate, workers) if done < len(jobs) else 0.0
-            )
+            left, running = _standing(client, futures, later, estimate, workers)
             known = known or left is not None
-            running = _running(client, futures)
             named = task[0].variant.name
             if len(task) > 1:
                 named += (
@@ -408,30 +405,33 @@ PERIOD = 15.0  # seconds between the lines that say the time left while no task 
 ASK = 3.0  # seconds between asking for it until it is first known
 
 
-def _time_left(
+def _standing(
     client: Client,
     futures: Mapping[Any, Sequence[Job]],
     later: Sequence[tuple[int, Sequence[Job]]],
     estimate: Estimate,
     workers: int,
-) -> float | None:
-    """The sweep's time left (`Estimate`), from what its batches told so far; None while
-    not known, or when the cluster cannot be asked (a worker lost: its tasks go on elsewhere,
-    and the next line says)."""
+) -> tuple[float | None, list[str]]:
+    """Where the sweep stands, the cluster asked once: its time left (`Estimate`, from what
+    its batches told so far; None while not known) and the tasks being computed now, by
+    their first variant (a batch: "sampler-seed-1 and 31 more"). When the cluster cannot be
+    asked (a worker lost: its tasks go on elsewhere), neither is said this time."""
     try:
         estimate.hear(client.get_events(PROGRESS))
-        executing = _executing_keys(client)
+        executing = {str(key) for keys in client.run(_executing).values() for key in keys}
     except Exception:
-        return None
-    running, waiting = {}, []
+        return None, []
+    running, waiting, names = {}, [], []
     for future, task in futures.items():
         shape = (len(task), task[0].variant.threads)
         if str(future.key) in executing:
             running[str(future.key)] = shape
+            more = f" and {len(task) - 1} more" if len(task) > 1 else ""
+            names.append(task[0].variant.name + more)
         elif not future.done():
             waiting.append(shape)
     waiting += [(len(t), t[0].variant.threads) for _, t in later]
-    return estimate.left(workers, running, waiting)
+    return estimate.left(workers, running, waiting), sorted(names)
 
 
 def _batches(tasks: Sequence[Sequence[Job]]) -> str:
@@ -455,18 +455,3 @@ def floor_said(elapsed: float, computing: float, workers: int) -> str:
 def _executing(dask_worker: Any) -> list[str]:
     """The keys of the tasks a worker is executing now (run on the worker)."""
     return [str(task.key) for task in dask_worker.state.executing]
-
-
-def _executing_keys(client: Client) -> set[str]:
-    return {str(key) for keys in client.run(_executing).values() for key in keys}
-
-
-def _running(client: Client, futures: Mapping[Any, Sequence[Job]]) -> list[str]:
-    """The tasks being computed now (not those merely waiting on a worker), by their first
-    variant (a batch: "sampler-seed-1 and 31 more")."""
-    executing = _executing_keys(client)
-    return sorted(
-        task[0].variant.name + (f" and {len(task) - 1} more" if len(task) > 1 else "")
-        for f, task in futures.items()
-        if str(f.key) in executing
-    )

@@ -141,6 +141,15 @@ def _project_here(project: bytes) -> Path:
     return _UNPACKED[name]
 
 
+def _claims_args(
+    variant: Variant, expression: str | None, *options: str, marks: str = NOT_EVIDENCE
+) -> list[str]:
+    """The arguments of a job's claims session under `variant`, in its one process: its
+    `options`, the claims `-m marks` and `-k expression` select (None: every claim)."""
+    args = ["-n", "0", "-q", *options, *variant.args(), "-m", marks]
+    return args + (["-k", expression] if expression else [])
+
+
 def run_variant(
     variant: Variant,
     project: bytes,
@@ -155,10 +164,8 @@ def run_variant(
     the session reuses and fills (the project's own for a local cluster); without it, the
     worker's own (`worker_cache`). Figures are not drawn: a fragment reads no picture."""
     started = time.perf_counter()
-    expression = only(claims, select)
-    args = ["-n", "0", "-q", "--snapshot-update", "--no-figures", *variant.args()]
-    args += ["--train-alone"] if alone else []
-    args += ["-m", NOT_EVIDENCE, *(["-k", expression] if expression else [])]
+    updating = ["--snapshot-update", "--no-figures", *(["--train-alone"] if alone else [])]
+    args = _claims_args(variant, only(claims, select), *updating)
     cache = Path(cache_dir) if cache_dir else worker_cache()
     with tempfile.TemporaryDirectory(prefix="claimlog-sweep-") as scratch:
         outputs = Path(scratch) / "out"
@@ -309,8 +316,7 @@ def _runs_read(root: Path, variant: Variant, expression: str | None, cache: Path
     from claimlog.plugin.fixtures import RunsRead
 
     read = RunsRead()
-    args = ["-n", "0", "-q", "--collect-only", *variant.args(), "-m", NOT_EVIDENCE]
-    args += ["-k", expression] if expression else []
+    args = _claims_args(variant, expression, "--collect-only")
     with tempfile.TemporaryDirectory(prefix="claimlog-sweep-") as scratch:
         outputs = Path(scratch) / "out"
         code, said = pytest_here(args, root=root, outputs=outputs, cache_dir=cache, plugins=[read])
@@ -326,8 +332,8 @@ def _session_without_runs(
     could not run: what a later seed's session, which reads its runs from the cache, is
     estimated to take until one is measured. Not lost: what those claims compute is kept in
     the cache, and the first seed's session reuses it."""
-    args = ["-n", "0", "-q", "--snapshot-update", "--no-figures", *variant.args()]
-    args += ["-m", f"{NOT_EVIDENCE} and not runs", *(["-k", expression] if expression else [])]
+    marks = f"{NOT_EVIDENCE} and not runs"
+    args = _claims_args(variant, expression, "--snapshot-update", "--no-figures", marks=marks)
     started = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory(prefix="claimlog-sweep-") as scratch:

@@ -3,9 +3,10 @@
 A batch of seeds (`claimlog.sweep.job.run_batch`) spends most of its time in one phase, the
 together training, and finishes nothing until its end: counting finished jobs says nothing
 for most of the sweep. So a batch tells the sweep's client what it measured as it goes
-(`Phases`, a Dask event): the together training's fraction done and its seconds first (the
-batch trains together first, so this comes early), then what its first seed cost alone,
-then its other seeds'. `batch_seconds` makes a batch's whole time of them, and `time_left`
+(`Phases`, a Dask event): how long collecting its claims and a session of those that read
+no run took, then the together training's fraction done and its seconds (the batch trains
+together first, so this comes early), then what its first seed cost alone, then its other
+seeds'. `batch_seconds` makes a batch's whole time of them, and `time_left`
 hands the tasks still waiting to the workers as they come free, as Dask does, to say when
 the last one ends. A job on its own (a platform's) tells nothing: until one ends, it is taken
 to cost what a seed costs alone.
@@ -26,10 +27,10 @@ PROGRESS = "claimlog-sweep-progress"
 class Phases:
     """What a batch has measured, told to the sweep's client as it goes (a Dask event on
     `PROGRESS`; off a worker, only kept): its seeds; how long collecting its claims took,
-    and a session of those that read no run;
-    the together training's fraction done and its seconds so far; the workshop's own rough
-    estimate of one seed's training (`Training.cost`), then what its first seed cost alone;
-    the mean of its other seeds; whether its seeds train one at a time (`apart`)."""
+    and a session of those that read no run; the together training's fraction done and its
+    seconds so far; the workshop's own rough estimate of one seed's training
+    (`Training.cost`), then what its first seed cost alone; the mean of its other seeds;
+    whether its seeds train one at a time (`apart`)."""
 
     def __init__(self, seeds: int) -> None:
         self.facts: dict[str, Any] = {"seeds": seeds}
@@ -54,26 +55,34 @@ class Phases:
                 self._worker.log_event(PROGRESS, {**self.facts, "elapsed": now - self.started})
 
 
+def _session(facts: Mapping[str, Any]) -> float:
+    """A later seed's session, until one is measured: as long as the session of the claims
+    that read no run took, or, without one, as long as collecting the claims took."""
+    return float(facts.get("session") or facts.get("collect", 0.0))
+
+
+def _alone(facts: Mapping[str, Any]) -> float:
+    """The first seed's session, its runs trained alone: measured, or, until it is, the
+    workshop's estimate of its training and a session."""
+    first = facts.get("first")
+    if first is not None:
+        return float(first)
+    return float(facts.get("alone_prior", 0.0)) + _session(facts)
+
+
 def batch_seconds(facts: Mapping[str, Any]) -> float | None:
     """A batch's whole time, from what it told (`Phases`), or None before the together
-    training has said how fast it goes. A session besides its training (the first seed's,
-    and each later seed's, which trains nothing) is taken, until one is measured, as long as
-    the session of the claims that read no run took (`session`), or, without one, as long
-    as collecting the claims took."""
-    measured = facts.get("session")
-    before = float(facts.get("collect", 0.0)) + float(measured or 0.0)  # spent, first
-    session = float(measured or facts.get("collect", 0.0))
+    training has said how fast it goes (`_session` and `_alone` stand for what is not
+    measured yet)."""
+    before = float(facts.get("collect", 0.0)) + float(facts.get("session") or 0.0)  # spent
     together = float(facts.get("together_seconds", 0.0))
-    first = facts.get("first")
     if facts.get("apart"):  # its seeds train one at a time: each costs a seed alone
-        alone = first if first is not None else float(facts.get("alone_prior", 0.0)) + session
-        return before + together + int(facts["seeds"]) * float(alone)
+        return before + together + int(facts["seeds"]) * _alone(facts)
     done = float(facts.get("together_done", 0.0))
     if done < 0.01:
         return None
-    alone = float(first) if first is not None else float(facts["alone_prior"]) + session
-    seed = float(facts.get("seed_seconds") or session)
-    return before + together / done + alone + (int(facts["seeds"]) - 1) * seed
+    seed = float(facts.get("seed_seconds") or _session(facts))
+    return before + together / done + _alone(facts) + (int(facts["seeds"]) - 1) * seed
 
 
 def time_left(
@@ -106,15 +115,12 @@ class Estimate:
             self.told[str(facts.get("task"))] = (when, facts)
 
     def _seed_alone(self) -> float | None:
-        """One seed's session, its runs trained alone: measured, or the workshop's estimate."""
-        for _, facts in self.told.values():
-            if facts.get("first") is not None:
-                return float(facts["first"])
-        for _, facts in self.told.values():
-            if "alone_prior" in facts:
-                session = facts.get("session") or facts.get("collect", 0.0)
-                return float(facts["alone_prior"]) + float(session)
-        return None
+        """One seed's session, its runs trained alone (`_alone`): measured by any batch, or
+        else estimated."""
+        told = [facts for _, facts in self.told.values()]
+        measured = [facts for facts in told if facts.get("first") is not None]
+        estimated = [facts for facts in told if "alone_prior" in facts]
+        return next((_alone(facts) for facts in [*measured, *estimated]), None)
 
     def _single(self, threads: int) -> float | None:
         """A single job's whole time: the mean of those of its thread count that ended, or,
