@@ -8,9 +8,11 @@ carries what its kernels compute, measured:
 - **recorded once**, under a full update, from the workshop's own computations: each
   computed result and each trained run is started under a `TorchDispatchMode` that notes
   every operator call's signature (the operator, its tensors' dtypes, shapes and strides,
-  its other arguments) until `QUIET` calls in a row bring nothing new: one step of a
+  its other arguments) until `QUIET` calls in a row bring no new kernel: one step of a
   training loop, its evaluation and its optimiser, and then the computation is stopped
-  (`record`). The signatures go into the reference identity (`snapshots/environment.json`),
+  (`record`). A kernel is a signature but for its float arguments: Adam's step size
+  changes every step, and a loop that calls the same kernels with another scalar has shown
+  them already. The signatures go into the reference identity (`snapshots/environment.json`),
   each with the digest of what it gave there;
 - **replayed** anywhere (`replay`): each signature called on fixed inputs, made from integer
   arithmetic that every CPU computes alike, each random operator from the same seed, and
@@ -54,9 +56,10 @@ class _Enough(Exception):
     """Raised through a computation once its kernels are known: it need not go on."""
 
 
-def _describe(value: Any) -> Any:
+def _describe(value: Any, floats: bool = True) -> Any:
     """An operator's argument as JSON: a tensor by dtype, shape and strides (its values are
-    the replay's own), everything else as itself or by its kind."""
+    the replay's own), everything else as itself or by its kind (a float only by its kind,
+    without `floats`)."""
     import torch
 
     if isinstance(value, torch.Tensor):
@@ -68,11 +71,11 @@ def _describe(value: Any) -> Any:
             "stride": list(value.stride()),
         }
     if isinstance(value, list | tuple):
-        return [_describe(v) for v in value]
+        return [_describe(v, floats) for v in value]
     if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
-        return {"float": value.hex()}
+        return {"float": value.hex() if floats else None}
     if isinstance(value, torch.dtype):
         return {"dtype": str(value).removeprefix("torch.")}
     if isinstance(value, torch.device):
@@ -84,13 +87,13 @@ def _describe(value: Any) -> Any:
     return {"unreplayable": type(value).__name__}
 
 
-def signature(op: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
+def signature(op: Any, args: Sequence[Any], kwargs: Mapping[str, Any], floats: bool = True) -> str:
     """One operator call, as the JSON text the record keeps: "aten.addmm.default" with its
-    arguments described (`_describe`)."""
+    arguments described (`_describe`); without `floats`, its kernel (any float the same)."""
     described = {
         "op": str(op),
-        "args": _describe(list(args)),
-        "kwargs": {k: _describe(v) for k, v in kwargs.items()},
+        "args": _describe(list(args), floats),
+        "kwargs": {k: _describe(v, floats) for k, v in kwargs.items()},
     }
     return json.dumps(described, sort_keys=True, separators=(",", ":"))
 
@@ -138,7 +141,8 @@ def digest_of(value: Any) -> str:
 
 def _calls_of(compute: Callable[[], Any]) -> list[tuple[str, str]]:
     """(signature, digest of its outputs) of each operator call `compute` makes, until its
-    kernels are known (`QUIET`, `CAP`); then it is stopped."""
+    kernels are known (`QUIET` calls in a row of kernels seen before, or `CAP`); then it is
+    stopped."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     calls: list[tuple[str, str]] = []
@@ -159,8 +163,9 @@ def _calls_of(compute: Callable[[], Any]) -> list[tuple[str, str]]:
             called = signature(op, args, kwargs or {})
             bits = NO_BITS if _uninitialised(str(op)) else digest_of(out)
             calls.append((called, bits))
-            self.quiet = self.quiet + 1 if called in seen else 0
-            seen.add(called)
+            kernel = signature(op, args, kwargs or {}, floats=False)
+            self.quiet = self.quiet + 1 if kernel in seen else 0
+            seen.add(kernel)
             if self.quiet >= QUIET or len(calls) >= CAP:
                 raise _Enough
             return out

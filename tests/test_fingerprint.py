@@ -62,6 +62,33 @@ def test_a_computations_kernels_are_its_operators_shapes_and_bits_replayed_alike
     assert kernels.fingerprint(once) == kernels.fingerprint(again)
 
 
+def test_a_loop_whose_scalars_change_every_step_is_stopped_once_its_kernels_are_known():
+    """Adam calls the same kernels with a new step size every step: each step is a new
+    signature, but no new kernel. Recording stops after `QUIET` calls of known kernels, as
+    for SGD, instead of running the loop to its end (or to `CAP`)."""
+    import torch
+    from torch import nn
+
+    steps = []
+
+    def adam_fit() -> None:
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 1))
+        opt = torch.optim.Adam(net.parameters(), lr=0.01)
+        x = torch.linspace(-1, 1, 40).reshape(20, 2)
+        for step in range(2_000):
+            steps.append(step)
+            opt.zero_grad()
+            net(x).square().mean().backward()
+            opt.step()
+
+    recorded = kernels.record("adam fit", adam_fit)
+    started = len(steps) // 2  # the record starts it twice
+    assert started < 200, started  # a step is ~50 calls: QUIET is about 30 steps
+    described = {kernels.describe_kernel(k).split(" ")[0] for k in recorded}
+    assert {"aten.addcdiv_.default", "aten.addmm.default"} <= described
+
+
 def test_recording_leaves_the_global_generators_as_they_were():
     import numpy as np
     import torch
