@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import random
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -321,31 +322,25 @@ def describe_kernel(called: str) -> str:
     """A signature for people: "aten.addmm.default on float32 [300, 32], [32, 32] (strided)"."""
     described = json.loads(called)
     tensors: list[str] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, list):
-            for v in value:
-                walk(v)
-        elif isinstance(value, dict) and "tensor" in value:
-            shape, stride = value["shape"], value["stride"]
-            contiguous = all(
-                stride[i] == _product(shape[i + 1 :]) for i in range(len(shape)) if shape[i] > 1
-            )
-            tensors.append(f"{value['tensor']} {shape}" + ("" if contiguous else " (strided)"))
-        elif isinstance(value, dict):
-            for v in value.values():
-                walk(v)
-
-    walk(described["args"])
-    walk(described["kwargs"])
+    for tensor in _tensors([described["args"], described["kwargs"]]):
+        shape, stride = tensor["shape"], tensor["stride"]
+        contiguous = all(
+            stride[i] == math.prod(shape[i + 1 :]) for i in range(len(shape)) if shape[i] > 1
+        )
+        tensors.append(f"{tensor['tensor']} {shape}" + ("" if contiguous else " (strided)"))
     return f"{described['op']} on " + ", ".join(tensors) if tensors else described["op"]
 
 
-def _product(values: Sequence[int]) -> int:
-    out = 1
-    for v in values:
-        out *= v
-    return out
+def _tensors(described: Any) -> Iterator[dict[str, Any]]:
+    """The tensors of a described call's arguments, in order."""
+    if isinstance(described, list):
+        for value in described:
+            yield from _tensors(value)
+    elif isinstance(described, dict) and "tensor" in described:
+        yield described
+    elif isinstance(described, dict):
+        for value in described.values():
+            yield from _tensors(value)
 
 
 # Kernels a reader knows by what they do, and whose paths are known to depend on the CPU:
@@ -371,36 +366,25 @@ def differing(here: Mapping[str, str], reference: Mapping[str, str]) -> list[str
 
 def _elements(called: str) -> int:
     """How many numbers a call's tensors hold, together: how wide it is."""
-    total = 0
-
-    def walk(value: Any) -> None:
-        nonlocal total
-        if isinstance(value, list):
-            for v in value:
-                walk(v)
-        elif isinstance(value, dict) and "tensor" in value:
-            total += _product(value["shape"])
-        elif isinstance(value, dict):
-            for v in value.values():
-                walk(v)
-
     described = json.loads(called)
-    walk([described["args"], described["kwargs"]])
-    return total
+    return sum(math.prod(t["shape"]) for t in _tensors([described["args"], described["kwargs"]]))
 
 
 # -- the fingerprint: the bits the workshop's own kernels give here --------------------------
 PRELOAD = "LD_PRELOAD"  # a library loaded before the others can answer for MKL (a shim)
 
 
-def _kernel_bits_key(signatures: Iterable[str], threads: int) -> str:
+def _kernel_bits_key(
+    signatures: Iterable[str], threads: int, environ: Mapping[str, str] = os.environ
+) -> str:
     """What the kernels' bits depend on, read without torch: the kernels, torch and the CPU
-    (`_torch_facts_key`), every kernel variable, what is preloaded, and the threads."""
+    (`torch_facts_key`), every kernel variable, what is preloaded (in `environ`, the
+    variables of the process that computes them), and the threads."""
     inputs = {
         "kernels": digest(*sorted(signatures)),
-        "torch facts": torch_facts_key(),
+        "torch facts": torch_facts_key(environ),
         "threads": threads,
-        **{name: os.environ.get(name, "") for name in (*VARIABLES, PRELOAD)},
+        **{name: environ.get(name, "") for name in (*VARIABLES, PRELOAD)},
     }
     return digest(json.dumps(inputs, sort_keys=True))
 
@@ -464,14 +448,20 @@ def fingerprint_under(
     variables: Mapping[str, str], threads: int, kernels: Iterable[str], store: Path | None
 ) -> str:
     """The fingerprint a session with the kernel `variables` (NOT_SET: left to the machine)
-    and `threads` threads computes on, on this machine: asked of a process of its own, since
-    torch reads the variables once, as it is imported (kept in `store`, pytest's cache, as
-    `kernel_bits` keeps it). "" for a workshop whose record names no kernels."""
+    and `threads` threads computes on, on this machine: read from `store` (pytest's cache,
+    where `kernel_bits` keeps it) if a process with those variables kept it there, else asked
+    of a process of its own, since torch reads the variables once, as it is imported. "" for
+    a workshop whose record names no kernels."""
     chosen = sorted(set(kernels))
     if not chosen:
         return ""
     env = {k: v for k, v in os.environ.items() if k not in (*VARIABLES, SET_BY_CLAIMLOG)}
     env.update({k: v for k, v in variables.items() if v != NOT_SET})
+    if store is not None:
+        key = _kernel_bits_key(chosen, threads, env)
+        kept = Memo(Store(store), "kernels' bits").peek(key, _bits_of)
+        if kept is not None:
+            return fingerprint(kept)
     answer = subprocess.run(
         [sys.executable, "-c", _ASK_KERNELS],
         input=json.dumps([chosen, threads, str(store) if store else ""]),

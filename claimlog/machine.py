@@ -146,9 +146,10 @@ TORCH_FACTS = ("torch", "cpu capability", "widest capability")
 TORCH_FACTS_FOLDER = "claimlog-torch"  # where pytest's cache keeps them (its d/ folder)
 
 
-def torch_facts_key() -> str:
+def torch_facts_key(environ: Mapping[str, str] = os.environ) -> str:
     """What torch's answer depends on, read without torch: the installed torch (version and
-    folder), the CPU (vendor, model and feature flags) and ATEN_CPU_CAPABILITY."""
+    folder), the CPU (vendor, model and feature flags) and ATEN_CPU_CAPABILITY (of `environ`,
+    the variables of the process that asks)."""
     torch = metadata.distribution("torch")
     inputs = {
         "torch": torch.version,
@@ -156,7 +157,7 @@ def torch_facts_key() -> str:
         "cpu": cpu(),
         "cpu flags": cpu_flags(),
         "machine": _python_platform.machine(),
-        "ATEN_CPU_CAPABILITY": os.environ.get("ATEN_CPU_CAPABILITY", ""),
+        "ATEN_CPU_CAPABILITY": environ.get("ATEN_CPU_CAPABILITY", ""),
         "facts": TORCH_FACTS,  # a fact added is a new key, never an old entry read as damaged
     }
     return digest(json.dumps(inputs, sort_keys=True))

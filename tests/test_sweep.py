@@ -376,21 +376,25 @@ def test_the_committed_tables_are_the_merge_of_the_committed_fragments(tmp_path,
         assert (copy / name).read_bytes() == (ROOT / name).read_bytes()
 
 
-def test_the_tables_are_the_same_bytes_whether_seeds_train_together_or_one_at_a_time(tmp_path):
+def test_the_tables_are_the_same_bytes_whether_seeds_train_together_or_one_at_a_time(
+    swept, tmp_path
+):
     """Issue 51: a batch of seeds trained at once (its first seed alone, compared bit for bit
     with its share of the batch) merges into the same tables as each seed trained in a job of
     its own; the sweep says how it trained them, and measures itself against its floor."""
     runs = ["--seeds", "1", "--workers", "1", "--no-kernels"]
     runs += ["--select", "test_plain_net_never_reaches_90_percent"]
-    together = project(tmp_path / "together")
+    together = fresh_project_keeping_the_cache_of(swept[0], tmp_path / "together")
     said = sweep(together, *runs)
     assert "2 seeds in 1 batch" in said
     assert "sampler-seed-1 to init-seed-1 (2 seeds, trained together: the same bits) on " in said
     assert re.search(r"the sweep took .*x its floor", said), said
-    # The same platforms' fragments, the seeds computed again, each in a job of its own.
+    # The same platforms' fragments, the seeds computed again, each in a job of its own,
+    # which trains its networks alone: the runs the batch kept are not in its cache.
     alone = shutil.copytree(together, tmp_path / "alone")
     for fragment in (alone / "snapshots/evidence/fragments").rglob("*-seed-*.json.gz"):
         fragment.unlink()
+    shutil.rmtree(alone / ".pytest_cache" / "d" / "bnvg-runs")
     said = sweep(alone, *runs, "--one-at-a-time")
     assert "2 of 5 jobs to run (3 fragments already there)" in said and "batch" not in said
     assert evidence_bytes(together) == evidence_bytes(alone)
