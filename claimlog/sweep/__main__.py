@@ -140,14 +140,16 @@ def sweep(args: argparse.Namespace, workshop: Declaration) -> int:
         print(line)
     if not args.merge_only:
         kernels = sorted(reference_kernels(places.environment))
+        # Whether the variants that change one setting run: only their platforms are measured.
+        varied = not (args.no_kernels or args.here or args.release)
         with contextlib.ExitStack() as running:
             if args.scheduler:
                 client = running.enter_context(Client(args.scheduler))
-                machines = cluster.worker_machines(client, kernels)
+                machines = cluster.worker_machines(client, kernels, varied)
                 cache_dir = None  # each worker keeps its own cache (`job.worker_cache`)
             else:
                 cache = places.root / ".pytest_cache"  # resumes reuse trained runs
-                machines = {cluster.HERE: cluster.machine_here(cache, kernels)}
+                machines = {cluster.HERE: cluster.machine_here(cache, kernels, varied)}
                 cache_dir = str(cache)
             jobs, total = cluster.plan(
                 machines,

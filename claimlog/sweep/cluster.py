@@ -84,9 +84,10 @@ def variables(variant: Variant, user_set: Mapping[str, str]) -> dict[str, str]:
     return chosen
 
 
-def _machine_here(cache: Path | None, kernels: Sequence[str]) -> dict[str, Any]:
+def _machine_here(cache: Path | None, kernels: Sequence[str], varied: bool) -> dict[str, Any]:
     """This process's machine, as JSON (torch's own CPU check, whatever the variables say),
-    with the fingerprint of the workshop's `kernels` under each platform variant's settings.
+    with the fingerprint of the workshop's `kernels` under each platform variant's settings
+    that the sweep runs (those that vary one setting only if `varied`).
     `cache`: the pytest cache its jobs keep torch's facts in (`torch_facts`): once a job or
     an earlier sweep asked torch there, nobody imports torch to ask again."""
     from claimlog.machine import numpy_reference, numpy_simd, torch_facts
@@ -103,7 +104,7 @@ def _machine_here(cache: Path | None, kernels: Sequence[str]) -> dict[str, Any]:
         here = replace(here, numpy_simd=numpy_simd(without=numpy_reference().split()))
     best = facts["widest capability"]
     store = cache / "d" / TORCH_FACTS_FOLDER if cache else None
-    variants = [*per_machine(), *one_setting_varied(avx512=best == "AVX512")]
+    variants = [*per_machine(), *(one_setting_varied(avx512=best == "AVX512") if varied else [])]
     fingerprints = {
         v.name: fingerprint_under(variables(v, user_set), v.threads, kernels, store)
         for v in variants
@@ -130,16 +131,18 @@ def _machine(found: Mapping[str, Any]) -> Machine:
 HERE = "this machine"
 
 
-def machine_here(cache: Path, kernels: Sequence[str]) -> Machine:
+def machine_here(cache: Path, kernels: Sequence[str], varied: bool = True) -> Machine:
     """This machine, as each worker of a cluster started here will be (`HERE`): asked before
     starting one, so that a sweep with nothing to compute starts none. `cache`: the pytest
-    cache of the sweep's jobs; `kernels`: the workshop's, as the reference records them."""
-    return _machine(_machine_here(cache, kernels))
+    cache of the sweep's jobs; `kernels`: the workshop's, as the reference records them;
+    `varied`: whether the sweep runs the variants that change one setting (`plan`'s
+    `kernels`)."""
+    return _machine(_machine_here(cache, kernels, varied))
 
 
-def _worker_machine(kernels: Sequence[str]) -> dict[str, Any]:
+def _worker_machine(kernels: Sequence[str], varied: bool) -> dict[str, Any]:
     """The machine of the worker this runs on, with its jobs' cache (`job.worker_cache`)."""
-    return _machine_here(worker_cache(), kernels)
+    return _machine_here(worker_cache(), kernels, varied)
 
 
 @dataclass(frozen=True)
@@ -149,9 +152,11 @@ class Job:
     claims: tuple[str, ...] | None = None  # the stale claims it computes (None: every claim)
 
 
-def worker_machines(client: Client, kernels: Sequence[str]) -> dict[str, Machine]:
-    """Each worker's address and machine."""
-    found: dict[str, dict[str, Any]] = client.run(_worker_machine, list(kernels))
+def worker_machines(
+    client: Client, kernels: Sequence[str], varied: bool = True
+) -> dict[str, Machine]:
+    """Each worker's address and machine (`machine_here`)."""
+    found: dict[str, dict[str, Any]] = client.run(_worker_machine, list(kernels), varied)
     return {address: _machine(m) for address, m in found.items()}
 
 
