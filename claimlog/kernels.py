@@ -35,6 +35,7 @@ import json
 import math
 import os
 import random
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -57,10 +58,9 @@ class _Enough(Exception):
     """Raised through a computation once its kernels are known: it need not go on."""
 
 
-def _describe(value: Any, floats: bool = True) -> Any:
+def _describe(value: Any) -> Any:
     """An operator's argument as JSON: a tensor by dtype, shape and strides (its values are
-    the replay's own), everything else as itself or by its kind (a float only by its kind,
-    without `floats`)."""
+    the replay's own), everything else as itself or by its kind."""
     import torch
 
     if isinstance(value, torch.Tensor):
@@ -72,11 +72,11 @@ def _describe(value: Any, floats: bool = True) -> Any:
             "stride": list(value.stride()),
         }
     if isinstance(value, list | tuple):
-        return [_describe(v, floats) for v in value]
+        return [_describe(v) for v in value]
     if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
-        return {"float": value.hex() if floats else None}
+        return {"float": value.hex()}
     if isinstance(value, torch.dtype):
         return {"dtype": str(value).removeprefix("torch.")}
     if isinstance(value, torch.device):
@@ -88,15 +88,23 @@ def _describe(value: Any, floats: bool = True) -> Any:
     return {"unreplayable": type(value).__name__}
 
 
-def signature(op: Any, args: Sequence[Any], kwargs: Mapping[str, Any], floats: bool = True) -> str:
+def signature(op: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
     """One operator call, as the JSON text the record keeps: "aten.addmm.default" with its
-    arguments described (`_describe`); without `floats`, its kernel (any float the same)."""
+    arguments described (`_describe`)."""
     described = {
         "op": str(op),
-        "args": _describe(list(args), floats),
-        "kwargs": {k: _describe(v, floats) for k, v in kwargs.items()},
+        "args": _describe(list(args)),
+        "kwargs": {k: _describe(v) for k, v in kwargs.items()},
     }
     return json.dumps(described, sort_keys=True, separators=(",", ":"))
+
+
+_FLOAT = re.compile(r'\{"float":"[^"]*"\}')
+
+
+def _kernel(called: str) -> str:
+    """A signature's kernel: the signature with every float argument the same."""
+    return _FLOAT.sub('{"float":null}', called)
 
 
 def _bits(value: Any, into: Any) -> None:
@@ -164,7 +172,7 @@ def _calls_of(compute: Callable[[], Any]) -> list[tuple[str, str]]:
             called = signature(op, args, kwargs or {})
             bits = NO_BITS if _uninitialised(str(op)) else digest_of(out)
             calls.append((called, bits))
-            kernel = signature(op, args, kwargs or {}, floats=False)
+            kernel = _kernel(called)
             self.quiet = self.quiet + 1 if kernel in seen else 0
             seen.add(kernel)
             if self.quiet >= QUIET or len(calls) >= CAP:
