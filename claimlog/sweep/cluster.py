@@ -344,7 +344,8 @@ def run(
             if asked - said >= (PERIOD if known else ASK):
                 said = asked
                 left, running = _standing(client, futures, later, estimate, workers)
-                if left is not None:
+                # Nothing running yet (a worker still starting): no time left worth saying.
+                if left is not None and running:
                     known = True
                     now = ", ".join(running)
                     say(f"[{already + done}/{total}] running: {now}; about {_clock(left)} left")
