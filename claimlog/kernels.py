@@ -46,8 +46,10 @@ from claimlog.machine import import_torch, torch_facts_key
 from claimlog.platform import KERNELS, NOT_SET, SET_BY_CLAIMLOG, VARIABLES
 from claimlog.store import Entry, Memo, Store, digest
 
-QUIET = 1_500  # calls in a row with no new signature: the computation has shown its kernels
+QUIET = 1_500  # calls in a row with no new kernel: the computation has shown its kernels
 CAP = 30_000  # calls at most, whatever is still new (a loop whose shapes never settle)
+# How a record is made, part of the key it is kept under: another way makes other records.
+RECORDING = f"quiet {QUIET}, cap {CAP}, a kernel is a signature without its floats"
 
 
 class NotDeterministic(Exception):

@@ -149,7 +149,7 @@ class Computed:
         self,
         memo: Memo,
         inputs: Mapping[str, str],
-        probe: Callable[[str, Callable[[], object]], None] = lambda name, compute: None,
+        probe: Callable[[str, Callable[[], object], str], None] = lambda name, compute, key: None,
     ) -> None:
         self.memo = memo
         self.inputs = dict(inputs)
@@ -167,7 +167,7 @@ class Computed:
             return compute()
 
         if name not in self._done:
-            self._probe(name, compute)
+            self._probe(name, compute, self.key(name))
             self._done[name] = self.memo.get(
                 name,
                 self.key(name),
@@ -322,7 +322,7 @@ class DeclaredRuns:
         training = self._runs.training
         config = self._request.config
         session_of(config).note_kernels(
-            f"run {name}", lambda: training.train(name, self._recipe, "")
+            f"run {name}", lambda: training.train(name, self._recipe, ""), self._runs.key(name)
         )
         run = self._runs.get(name)
         if name not in self._checked:

@@ -29,6 +29,7 @@ which writes the session's files and summary.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from functools import cached_property
@@ -44,6 +45,7 @@ from claimlog.evidence.fragments import FragmentStore, seed_variant_name
 from claimlog.evidence.keys import claim_keys
 from claimlog.evidence.verdicts import HELD, NEW, REFERENCE, Standing
 from claimlog.kernels import (
+    RECORDING,
     NotDeterministic,
     fingerprint,
     kept_kernel_bits,
@@ -66,7 +68,7 @@ from claimlog.plugin.options import (
     seeds_given,
 )
 from claimlog.runs import TrainedRuns
-from claimlog.store import Event, Store
+from claimlog.store import Event, Memo, Store, digest
 from claimlog.text.documents import text_files
 from claimlog.transaction import Busy, Update
 
@@ -304,20 +306,34 @@ class ClaimSession:
         s = self.settings
         return s.update and not narrowed(self.config) and seed_variant_name(s.seeds) is None
 
-    def note_kernels(self, name: str, compute: Callable[[], object]) -> None:
+    def note_kernels(self, name: str, compute: Callable[[], object], key: str) -> None:
         """Under an update that records the reference: the kernels of the computation `name`,
         started twice (`claimlog.kernels.record`); a computation that gives other bits the
-        second time fails the claim in one line, before anything is recorded."""
+        second time fails the claim in one line, before anything is recorded. Kept in
+        pytest's cache under the computation's own `key` (its code, recipe and platform) and
+        how it is recorded: an update after an edit of the text records nothing again."""
         __tracebackhide__ = True
         if name in self.recorded or not self.records_kernels():
             return
-        import_torch()
+
+        def recorded() -> list[str]:
+            import_torch()
+            return sorted(record(name, compute))
+
+        s = self.settings
+        memo = Memo(self.kept("kernels"), "kernels", recompute=s.recompute, session=self.session_id)
         try:
-            found = record(name, compute)
+            found = memo.get(
+                name,
+                digest(json.dumps([key, RECORDING])),
+                recorded,
+                encode=lambda kernels: json.dumps(kernels).encode(),
+                decode=lambda entry: list(json.loads(entry.content)),
+            )
         except NotDeterministic as refused:
             self.refused.append(str(refused))
             pytest.fail(str(refused), pytrace=False)
-        self.recorded[name] = tuple(found)
+        self.recorded[name] = tuple(found or ())
 
     def recorded_kernels(self) -> set[str]:
         """Every kernel this process (and, on the controller, every worker) recorded."""
