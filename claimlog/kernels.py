@@ -48,8 +48,9 @@ from claimlog.store import Entry, Memo, Store, digest
 
 QUIET = 1_500  # calls in a row with no new kernel: the computation has shown its kernels
 CAP = 30_000  # calls at most, whatever is still new (a loop whose shapes never settle)
-# How a record is made, part of the key it is kept under: another way makes other records.
-RECORDING = f"quiet {QUIET}, cap {CAP}, a kernel is a signature without its floats"
+# How a record is made (this module's code: QUIET, CAP, what a signature and a kernel are,
+# which calls carry no bits), part of the key it is kept under: another way, other records.
+RECORDING = digest(Path(__file__).read_bytes().decode())
 
 
 class NotDeterministic(Exception):
@@ -222,8 +223,8 @@ def record(name: str, compute: Callable[[], Any]) -> dict[str, str]:
 def _first_moved(first: Sequence[tuple[str, str]], second: Sequence[tuple[str, str]]) -> str | None:
     """The first call of `first` whose bits the same call of `second` does not give, for
     people ("its call 3 of aten.normal_.default on float32 [4, 2]"), or None. Calls are
-    matched kernel by kernel, the k-th call of each with the k-th: a computation that reads a
-    kept result only the first time it starts makes calls the second start does not."""
+    matched signature by signature, the k-th call of each with the k-th: a computation that
+    reads a kept result only the first time it starts makes calls the second start does not."""
     again: dict[str, list[str]] = {}
     for called, bits in second:
         again.setdefault(called, []).append(bits)

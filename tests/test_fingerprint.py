@@ -363,6 +363,14 @@ def test_a_workshop_recorded_on_one_mkl_path_is_another_platform_on_the_other(mk
 
     said = pytest_in(folder, zen)
     assert "this run computed on the reference" in said and "reused 1 result" not in said
+    # Each record is kept under its computation's key, which names the platform by its
+    # fingerprint: the first update's (of a platform with no record yet) is not this one's,
+    # so the second records again; the third records nothing again. Both write the same.
+    said = pytest_in(folder, zen, "--snapshot-update")
+    assert "reused the kernels" not in said
+    said = pytest_in(folder, zen, "--snapshot-update")
+    assert "reused the kernels of 1 computation, recorded by an earlier update" in said
+    assert git(folder, "status", "--porcelain") == ""
 
     said = pytest_in(folder, intel)
     header = next(line for line in said.splitlines() if line.startswith("circle: "))
@@ -401,6 +409,7 @@ def test_a_computation_that_is_not_deterministic_is_refused_in_one_line_and_reco
         p for p in folder.rglob("*") if p.is_file() and {"snapshots", "captures"} & set(p.parts)
     ]
     assert not written
+    assert not list(folder.glob(".pytest_cache/d/*-kernels/*.bin"))  # nor kept a record
 
 
 def test_torch_imported_before_claimlog_could_set_the_reference_kernels_is_said_in_one_line(

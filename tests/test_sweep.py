@@ -22,6 +22,7 @@ from bnvg.workshop import DECLARATION
 from claimlog.evidence.fragments import Fragment, FragmentStore
 from claimlog.evidence.keys import claim_keys
 from claimlog.places import Places
+from claimlog.plugin.session import RUNS_CACHE
 from claimlog.runner import environment, scratch_copy
 from claimlog.sweep.merge import GENERATED, SWEEP_PAGE, with_findings
 
@@ -394,7 +395,7 @@ def test_the_tables_are_the_same_bytes_whether_seeds_train_together_or_one_at_a_
     alone = shutil.copytree(together, tmp_path / "alone")
     for fragment in (alone / "snapshots/evidence/fragments").rglob("*-seed-*.json.gz"):
         fragment.unlink()
-    shutil.rmtree(alone / ".pytest_cache" / "d" / "bnvg-runs")
+    shutil.rmtree(alone / ".pytest_cache" / "d" / f"{DECLARATION.name}-{RUNS_CACHE}")
     said = sweep(alone, *runs, "--one-at-a-time")
     assert "2 of 5 jobs to run (3 fragments already there)" in said and "batch" not in said
     assert evidence_bytes(together) == evidence_bytes(alone)

@@ -321,7 +321,13 @@ class ClaimSession:
             return sorted(record(name, compute))
 
         s = self.settings
-        memo = Memo(self.kept("kernels"), "kernels", recompute=s.recompute, session=self.session_id)
+        memo = Memo(
+            self.kept("kernels"),
+            "kernels",
+            recompute=s.recompute,
+            session=self.session_id,
+            on_event=self.events.append,  # the summary says what an update did not record again
+        )
         try:
             found = memo.get(
                 name,

@@ -151,6 +151,13 @@ def summarize(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
             f"reused {len(figures)} figures drawn earlier from the same numbers by the same "
             "code (copied from pytest's cache; --recompute draws them again)"
         )
+    recorded = c.names_of(REUSED, "kernels")
+    if recorded:
+        what = "computation" if len(recorded) == 1 else "computations"
+        write(
+            f"reused the kernels of {len(recorded)} {what}, recorded by an earlier update of "
+            "the same code on this platform (--recompute records them again)"
+        )
     _say_moved(c, terminalreporter)
     if c.text:
         terminalreporter.write_sep("-", "the workshop's text")
