@@ -336,20 +336,26 @@ def pytest_testnodedown(node: Any, error: object) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """On the controller, after every other plugin wrote its files (syrupy's included): the
     session's files are written, then the update is put into place, or rolled back if the
-    session was interrupted or a computation was refused as not deterministic (nothing it
-    computed is a record). An xdist worker ships what it found (the controller imports no
-    torch)."""
+    session was interrupted, a claim failed or a computation was refused as not
+    deterministic (nothing it computed is a record). An xdist worker ships what it found
+    (the controller imports no torch)."""
     claims = _session(session.config)
     if claims is None or not claims.configured:
         return
     controller = _controller(session.config)
     if controller is not None:
         controller.finish(session)
-        completed = not claims.refused and session.exitstatus not in (
-            pytest.ExitCode.INTERRUPTED,
-            pytest.ExitCode.INTERNAL_ERROR,
+        failed = controller.failed_claims()
+        completed = (
+            not claims.refused
+            and not failed
+            and session.exitstatus
+            not in (
+                pytest.ExitCode.INTERRUPTED,
+                pytest.ExitCode.INTERNAL_ERROR,
+            )
         )
-        said = claims.end_update(completed)
+        said = claims.end_update(completed, failed)
         if said:
             controller.summary.append(said)
     if hasattr(session.config, "workerinput"):

@@ -11,7 +11,8 @@ from the test reports (`ClaimOutcome`). At the end of the session it writes
 - the claims report (--claims-report) and the session record (--record);
 - on a full `--snapshot-update`, the reference identity (`snapshots/environment.json`), and
   the numbers snapshots no claim reads any more are deleted (a full normal run fails naming
-  them; an update in which a claim failed deletes nothing); an update that leaves the
+  them); an update in which a claim failed records nothing at all: the record holds only
+  what every claim verified, and the whole update rolls back; an update that leaves the
   identity missing or damaged says so, since a normal run refuses to start without it;
 
 and says in the terminal summary what it wrote, what it trained or reused, where this run
@@ -214,6 +215,11 @@ class Controller:
     def claim_outcomes(self) -> dict[str, ClaimOutcome]:
         return {k: v for k, v in self.claims.items() if not v.citation}
 
+    def failed_claims(self) -> list[str]:
+        """The claims (not the text's citations) that failed: an update with any records
+        nothing (`claimlog.plugin.session.ClaimSession.end_update`)."""
+        return sorted(k for k, v in self.claim_outcomes.items() if v.failed)
+
     def assemble(self) -> LogAssembly:
         """The log as this session has verified it so far."""
         return assemble_log(self.claim_outcomes, self.session.log)
@@ -233,9 +239,12 @@ class Controller:
             obtained = not s.update and seed_variant_name(s.seeds) is None
             if obtained:
                 clear_obtained(s, self._drawn())
-            self.summary.append(
-                write_log(s.results_log, self.log, n_claims, root, len(self.session.log.lines))
-            )
+            if s.update and self.failed_claims():  # it rolls back: the log would go with it
+                self.summary.append(f"did not write {relative(s.results_log, root)} (below)")
+            else:
+                self.summary.append(
+                    write_log(s.results_log, self.log, n_claims, root, len(self.session.log.lines))
+                )
             if obtained:
                 self.obtained = against_the_record(s, self._drawn(), root)
             seeds = seed_variant_name(s.seeds)
@@ -287,10 +296,11 @@ class Controller:
         rewrites = [r for c in self.claims.values() for r in c.rewrites]
         left = [one for c in self.claims.values() for one in c.left]
         written = False
+        # Interrupted, or a claim failed: the update will roll back, so nothing is written.
         interrupted = session.exitstatus in (
             pytest.ExitCode.INTERRUPTED,
             pytest.ExitCode.INTERNAL_ERROR,
-        )
+        ) or bool(self.failed_claims())
         if self.settings.update and rewrites and not interrupted:
             text_rewrites.rewrite_documents(rewrites, self.config.rootpath)
             written = True

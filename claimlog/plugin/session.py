@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -362,9 +362,10 @@ class ClaimSession:
         transaction.begin(text_files(text) if text is not None else ())
         self.transaction = transaction
 
-    def end_update(self, completed: bool) -> str | None:
+    def end_update(self, completed: bool, failed: Sequence[str] = ()) -> str | None:
         """Commit the session's update (`completed`) or roll it back; say what happened to
-        an update that did not complete. Nothing to do outside an update, or a second time."""
+        an update that did not complete (`failed`: the claims that failed in it). Nothing to
+        do outside an update, or a second time."""
         transaction, self.transaction = self.transaction, None
         if transaction is None:
             return None
@@ -373,9 +374,17 @@ class ClaimSession:
                 transaction.commit()
                 return None
             transaction.rollback()
+            kept = (
+                "nothing of it was kept, the record (captures/, diagrams/, snapshots/) and the "
+                "text are as committed"
+            )
+            if not failed:
+                return f"the update did not complete: {kept}"
+            claims = f"{len(failed)} claim{'s' if len(failed) > 1 else ''} failed"
             return (
-                "the update did not complete: nothing of it was kept, the record (captures/, "
-                "diagrams/, snapshots/) is as committed"
+                f"the update did not complete: {claims} ({', '.join(failed)}), and the record "
+                f"holds only what every claim verified: {kept}. Fix what failed (the claim, or "
+                "the recipe) and update again; what it computed is above"
             )
         finally:
             transaction.release()

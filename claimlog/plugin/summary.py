@@ -214,7 +214,7 @@ def _say_moved(c: Controller, terminalreporter: pytest.TerminalReporter) -> None
             else "recorded in the snapshots now: the text must quote the new values "
             "(--workshop DIR rewrites its quotes)"
         )
-        if c.settings.update
+        if c.settings.update and not c.failed_claims()
         else "computed here, not as the snapshots print them (judged above as failures "
         "or drift, by where this run computed):"
     )
