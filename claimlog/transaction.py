@@ -5,9 +5,10 @@ The record is what the text cites and a reviewer diffs: `captures/`, `diagrams/`
 evidence is written by the sweep, never by a claims session). An update given the workshop's
 text (`--workshop DIR`) rewrites the quotes that moved, so those documents join the
 transaction too: the journal names them, wherever they are. Only a `--snapshot-update`
-that completes changes it: every claim passed, and the session was not interrupted. Both snapshot libraries write their files where they live, from
-whichever process ran the claim, so the update is guarded by an undo journal, as a database
-guards a transaction with a rollback journal:
+that completes changes it: every claim passed, and the session was not interrupted. Both
+snapshot libraries write their files where they live, from whichever process ran the claim,
+so the update is guarded by an undo journal, as a database guards a transaction with a
+rollback journal:
 
 1. **begin**: copy the record (and the text's documents, under `before/text/`) into
    `obtained/.update/before/`, then write the journal (one atomic rename). From here on the
