@@ -1,7 +1,8 @@
 """The sweep's estimate of its time left (claimlog/sweep/progress.py), from what its batches
 told: the together training measured first, the rest from the workshop's own estimate until
 measured; the waiting tasks handed to the workers as they come free; and the order of the
-tasks (claimlog/sweep/cluster.py), one job alone among the first, to be measured early."""
+tasks (claimlog/sweep/cluster.py), one job alone among the first, to be measured early, and
+the kind of machine each runs on."""
 
 import pytest
 
@@ -96,3 +97,33 @@ def test_one_job_alone_starts_with_the_batches_so_that_the_others_are_measured_e
     assert [len(t) for t in batches([*platform[:2], *seeds[:4]], workers=1)] == [1, 4, 1]
     by_threads = sorted(platform, key=lambda j: -j.variant.threads)
     assert batches(platform, workers=2) == [[j] for j in by_threads]
+
+
+def test_on_a_cluster_of_two_kinds_each_variant_runs_on_the_kind_its_fragment_is_named_for(
+    tmp_path,
+):
+    """The plan names each job's fragment by the platform it will compute on, before it runs:
+    so a job that may run on either kind of machine would land elsewhere than planned. The
+    variants of one setting run on the first kind (the seeds too), ATen's AVX-512 kernels
+    on the first kind that has them, each named by what that kind measured."""
+    from claimlog.evidence.fragments import FragmentStore
+    from claimlog.platform import Platform
+    from claimlog.sweep.cluster import Machine, plan
+    from claimlog.sweep.variants import ATEN_AVX512
+
+    def machine(best, bits):
+        facts = {"torch": "2.13.0+cpu", "cpu capability": "AVX2", "widest capability": best}
+        varied = one_setting_varied(avx512=best == "AVX512")
+        prints = {v.name: f"{bits}{n:02d}" for n, v in enumerate([*per_machine(), *varied])}
+        return Machine(Platform.here(1, facts), {}, best, prints)
+
+    machines = {"tcp://a": machine("AVX2", "aaaa"), "tcp://b": machine("AVX512", "bbbb")}
+    store = FragmentStore(tmp_path, {"claims/test_x.py::test_x": "key"})
+    jobs, total = plan(machines, store, seeds=1, axes=["init"])
+    where = {job.variant.name: job.workers for job in jobs}
+    assert where[ATEN_AVX512.name] == ("tcp://b",)
+    for v in one_setting_varied(avx512=True):
+        if v is not ATEN_AVX512:
+            assert where[v.name] == ("tcp://a",), v.name
+    assert where["init-seed-1"] == ("tcp://a",)
+    assert total == len(jobs) == 2 * len(per_machine()) + 3 + 1

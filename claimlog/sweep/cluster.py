@@ -190,16 +190,23 @@ def plan(
         machine = machines[addresses[0]]
         for v in own:
             wanted.append((Job(v, on(addresses)), machine.runs(v).id))
+    # The variants of one setting, and the seeds, on one kind of machine (the first, in a
+    # fixed order; ATen's AVX-512 kernels on the first that has them), so that where their
+    # fragments land (the platform that kind computes on) is known before they run.
+    first = next(iter(sorted(by_cpu.items())), ("", []))[1]
     if kernels and everything:
-        any_machine = machines[sorted(machines)[0]]
-        avx512 = [a for a, m in sorted(machines.items()) if m.best_aten == "AVX512"]
+        avx512 = next(
+            (
+                group
+                for _, group in sorted(by_cpu.items())
+                if machines[group[0]].best_aten == "AVX512"
+            ),
+            [],
+        )
         for v in one_setting_varied(avx512=bool(avx512)):
-            workers = on(avx512) if v is ATEN_AVX512 else None
-            wanted.append((Job(v, workers), any_machine.runs(v).id))
+            kind = avx512 if v is ATEN_AVX512 else first
+            wanted.append((Job(v, on(kind)), machines[kind[0]].runs(v).id))
     if everything:
-        # Seeds on one kind of machine (the first, in a fixed order), so that where their
-        # fragments land is known before they run.
-        first = next(iter(sorted(by_cpu.items())))[1]
         reference = machines[first[0]].runs(WORKSHOP).id
         wanted += [(Job(v, on(first)), reference) for v in seed_variants(axes, seeds)]
     todo = []
