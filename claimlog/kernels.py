@@ -39,6 +39,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +49,6 @@ from claimlog.store import Entry, Memo, Store, digest
 
 QUIET = 1_500  # calls in a row with no new kernel: the computation has shown its kernels
 CAP = 30_000  # calls at most, whatever is still new (a loop whose shapes never settle)
-# How a record is made (this module's code: QUIET, CAP, what a signature and a kernel are,
-# which calls carry no bits), part of the key it is kept under: another way, other records.
-RECORDING = digest(Path(__file__).read_bytes().decode())
 
 
 class NotDeterministic(Exception):
@@ -190,6 +188,13 @@ def _calls_of(compute: Callable[[], Any]) -> list[tuple[str, str]]:
         # computation that fails fails again, outside the recorder, where its error is shown.
         pass
     return calls
+
+
+@cache
+def recording() -> str:
+    """How a record is made (this module's code: QUIET, CAP, what a signature and a kernel
+    are), part of the key it is kept under; read by the first update that records."""
+    return digest(Path(__file__).read_bytes().decode())
 
 
 def record(name: str, compute: Callable[[], Any]) -> dict[str, str]:
@@ -468,11 +473,9 @@ def fingerprint_under(
         return ""
     env = {k: v for k, v in os.environ.items() if k not in (*VARIABLES, SET_BY_CLAIMLOG)}
     env.update({k: v for k, v in variables.items() if v != NOT_SET})
-    if store is not None:
-        key = _kernel_bits_key(chosen, threads, env)
-        kept = Memo(Store(store), "kernels' bits").peek(key, _bits_of)
-        if kept is not None:
-            return fingerprint(kept)
+    kept = kept_kernel_bits(chosen, threads, Store(store), env) if store else None
+    if kept is not None:
+        return fingerprint(kept)
     answer = subprocess.run(
         [sys.executable, "-c", _ASK_KERNELS],
         input=json.dumps([chosen, threads, str(store) if store else ""]),
@@ -485,12 +488,12 @@ def fingerprint_under(
 
 
 def kept_kernel_bits(
-    signatures: Iterable[str], threads: int, store: Store
+    signatures: Iterable[str], threads: int, store: Store, environ: Mapping[str, str] = os.environ
 ) -> dict[str, str] | None:
-    """`kernel_bits` as a process on this platform kept them in `store`, or None: known
-    without importing torch."""
+    """`kernel_bits` as a process on this platform (with the variables `environ`) kept them
+    in `store`, or None: known without importing torch."""
     chosen = sorted(set(signatures))
     if not chosen:
         return {}
-    key = _kernel_bits_key(chosen, threads)
+    key = _kernel_bits_key(chosen, threads, environ)
     return Memo(store, "kernels' bits").peek(key, _bits_of)

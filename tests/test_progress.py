@@ -6,9 +6,17 @@ the kind of machine each runs on."""
 
 import pytest
 
-from claimlog.sweep.cluster import Job, batches
+from claimlog.evidence.fragments import FragmentStore
+from claimlog.platform import Platform
+from claimlog.sweep.cluster import Job, Machine, batches, plan
 from claimlog.sweep.progress import Estimate, batch_seconds, time_left
-from claimlog.sweep.variants import WORKSHOP, one_setting_varied, per_machine, seed_variants
+from claimlog.sweep.variants import (
+    ATEN_AVX512,
+    WORKSHOP,
+    one_setting_varied,
+    per_machine,
+    seed_variants,
+)
 
 # A batch of 32 seeds, 20% into its together training after 24 s (so 120 s in all); its
 # claims took 1 s to collect (a session is estimated at as much), the workshop estimates
@@ -106,10 +114,6 @@ def test_on_a_cluster_of_two_kinds_each_variant_runs_on_the_kind_its_fragment_is
     so a job that may run on either kind of machine would land elsewhere than planned. The
     variants of one setting run on the first kind (the seeds too), ATen's AVX-512 kernels
     on the first kind that has them, each named by what that kind measured."""
-    from claimlog.evidence.fragments import FragmentStore
-    from claimlog.platform import Platform
-    from claimlog.sweep.cluster import Machine, plan
-    from claimlog.sweep.variants import ATEN_AVX512
 
     def machine(best, bits):
         facts = {"torch": "2.13.0+cpu", "cpu capability": "AVX2", "widest capability": best}

@@ -345,17 +345,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     controller = _controller(session.config)
     if controller is not None:
         controller.finish(session)
-        failed = controller.failed_claims()
-        completed = (
-            not claims.refused
-            and not failed
-            and session.exitstatus
-            not in (
-                pytest.ExitCode.INTERRUPTED,
-                pytest.ExitCode.INTERNAL_ERROR,
-            )
-        )
-        said = claims.end_update(completed, failed)
+        completed = not claims.refused and not controller.rolls_back(session)
+        said = claims.end_update(completed, controller.failed_claims())
         if said:
             controller.summary.append(said)
     if hasattr(session.config, "workerinput"):

@@ -220,6 +220,15 @@ class Controller:
         nothing (`claimlog.plugin.session.ClaimSession.end_update`)."""
         return sorted(k for k, v in self.claim_outcomes.items() if v.failed)
 
+    def rolls_back(self, session: pytest.Session) -> bool:
+        """Whether this session's update, if it is one, is rolled back at its end: it was
+        interrupted, or a claim failed (or, the session decides, a computation was refused)."""
+        stopped = session.exitstatus in (
+            pytest.ExitCode.INTERRUPTED,
+            pytest.ExitCode.INTERNAL_ERROR,
+        )
+        return stopped or bool(self.failed_claims())
+
     def assemble(self) -> LogAssembly:
         """The log as this session has verified it so far."""
         return assemble_log(self.claim_outcomes, self.session.log)
@@ -296,16 +305,12 @@ class Controller:
         rewrites = [r for c in self.claims.values() for r in c.rewrites]
         left = [one for c in self.claims.values() for one in c.left]
         written = False
-        # Interrupted, or a claim failed: the update will roll back, so nothing is written.
-        interrupted = session.exitstatus in (
-            pytest.ExitCode.INTERRUPTED,
-            pytest.ExitCode.INTERNAL_ERROR,
-        ) or bool(self.failed_claims())
-        if self.settings.update and rewrites and not interrupted:
+        rolls_back = self.rolls_back(session)  # nothing is written that would roll back
+        if self.settings.update and rewrites and not rolls_back:
             text_rewrites.rewrite_documents(rewrites, self.config.rootpath)
             written = True
         self.rewritten = text_rewrites.describe_rewrites(rewrites, left, written)
-        if self.settings.update and not interrupted:
+        if self.settings.update and not rolls_back:
             self.rewritten += self._refresh_outputs(session)
         return self.rewritten + text_rewrites.describe_uncited(self.session.uncited)
 

@@ -167,10 +167,11 @@ class Computed:
             return compute()
 
         if name not in self._done:
-            self._probe(name, compute, self.key(name))
+            key = self.key(name)
+            self._probe(name, compute, key)
             self._done[name] = self.memo.get(
                 name,
-                self.key(name),
+                key,
                 computing,
                 encode=lambda value: pickle.dumps(value, protocol=5),
                 decode=lambda entry: pickle.loads(entry.content),

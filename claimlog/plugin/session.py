@@ -45,12 +45,12 @@ from claimlog.evidence.fragments import FragmentStore, seed_variant_name
 from claimlog.evidence.keys import claim_keys
 from claimlog.evidence.verdicts import HELD, NEW, REFERENCE, Standing
 from claimlog.kernels import (
-    RECORDING,
     NotDeterministic,
     fingerprint,
     kept_kernel_bits,
     kernel_bits,
     record,
+    recording,
     reference_kernels,
 )
 from claimlog.log.lines import Log
@@ -331,7 +331,7 @@ class ClaimSession:
         try:
             found = memo.get(
                 name,
-                digest(json.dumps([key, RECORDING])),
+                digest(json.dumps([key, recording()])),
                 recorded,
                 encode=lambda kernels: json.dumps(kernels).encode(),
                 decode=lambda entry: list(json.loads(entry.content)),
