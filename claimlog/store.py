@@ -23,12 +23,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from filelock import FileLock, Timeout
-
-if TYPE_CHECKING:
-    pass
 
 
 def digest(*parts: bytes | str) -> str:
@@ -283,9 +280,10 @@ def _umask() -> int:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write `text` to `path` atomically (see `replacing`)."""
-    with replacing(path) as tmp, open(tmp, "w") as f:
-        f.write(text)
+    """Write `text` to `path` atomically (see `replacing`), in UTF-8 whatever the locale,
+    each newline as written, and on disk before the rename puts it in place."""
+    with replacing(path) as tmp, open(tmp, "wb") as f:
+        f.write(text.encode("utf-8"))
         f.flush()
         os.fsync(f.fileno())
 

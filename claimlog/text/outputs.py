@@ -27,14 +27,13 @@ outputs that changed.
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from claimlog.store import relative, replacing
+from claimlog.store import atomic_write, relative
 
 # A cell may take this long: the workshop's notebooks read the log and the figures; a notebook
 # that trains a network takes as long as the network.
@@ -341,8 +340,5 @@ def refresh_notebooks(paths: Sequence[Path], root: Path, write: bool) -> Refresh
             texts[path] = refreshed(found.stored, found.fresh, cells)
     if write:
         for path, text in texts.items():
-            with replacing(path) as tmp, open(tmp, "wb") as f:
-                f.write(text.encode("utf-8"))
-                f.flush()
-                os.fsync(f.fileno())  # on disk before the rename puts it in place
+            atomic_write(path, text)
     return Refreshed(refreshes, list(texts) if write else [], not_executed)

@@ -31,7 +31,6 @@ one keeps a false sentence.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -39,8 +38,8 @@ from pathlib import Path
 from claimlog.evidence.fragility import FRAGILE, Fragility
 from claimlog.evidence.verdicts import Moved
 from claimlog.log.readings import Bound, Reading
-from claimlog.store import replacing
-from claimlog.text.checks import CitedLine, says
+from claimlog.store import atomic_write
+from claimlog.text.checks import CitedLine, says, written_like
 from claimlog.text.citations import KINDS, Citation, Quote, Uncited, where
 from claimlog.text.documents import Edit, rewritten
 from claimlog.text.prose import NOTHING_CITED
@@ -129,20 +128,6 @@ class Plan:
             for one in self.left
             if one.broken
         ]
-
-
-def written_like(quoted: str, value: float) -> str:
-    """`value` in the form and precision of `quoted`: "3015" -> "3017", "3.32e-04" ->
-    "3.41e-04", "51.5" -> "48.5", "+0.880797" -> "+0.880800"."""
-    sign = "+" if quoted.startswith("+") and value >= 0 else ""
-    bare = quoted.lstrip("+-")
-    if "e" in bare.lower():
-        mantissa = bare.lower().split("e")[0]
-        digits = len(mantissa.split(".")[1]) if "." in mantissa else 0
-        text = f"{value:.{digits}e}"
-        return sign + (text.upper() if "E" in bare else text)
-    digits = len(bare.split(".")[1]) if "." in bare else 0
-    return sign + f"{value:.{digits}f}"
 
 
 def _before(moved: Moved) -> Reading:
@@ -316,10 +301,7 @@ def rewrite_documents(rewrites: Sequence[Rewrite], root: Path) -> list[Path]:
         by_document.setdefault(root / rewrite.path, []).append(rewrite.edit)
     texts = {path: rewritten(path, edits) for path, edits in sorted(by_document.items())}
     for path, text in texts.items():
-        with replacing(path) as tmp, open(tmp, "wb") as f:
-            f.write(text.encode("utf-8"))
-            f.flush()
-            os.fsync(f.fileno())  # on disk before the rename puts it in place
+        atomic_write(path, text)
     return list(texts)
 
 
