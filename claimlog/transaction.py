@@ -130,15 +130,12 @@ class Update:
         shutil.rmtree(self.before, ignore_errors=True)
         staging = self.folder / "before.partial"
         shutil.rmtree(staging, ignore_errors=True)
-        for path in record_files(self.places):
-            target = staging / path.relative_to(self.places.root)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, target)
         documents = [str(document.resolve()) for document in text]
-        for number, document in enumerate(documents):
-            target = staging / TEXT / str(number)
+        copies = [(p, staging / p.relative_to(self.places.root)) for p in record_files(self.places)]
+        copies += [(Path(d), staging / TEXT / str(n)) for n, d in enumerate(documents)]
+        for source, target in copies:
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(document, target)
+            shutil.copy2(source, target)
         staging.mkdir(parents=True, exist_ok=True)
         staging.rename(self.before)
         journal = {"began": time.time(), "pid": os.getpid(), "text": documents}
@@ -166,16 +163,8 @@ class Update:
         return [Path(p) for p in named]
 
     def _restore(self) -> tuple[int, int]:
-        restored = 0
-        for number, document in enumerate(self._text()):
-            source = self.before / TEXT / str(number)
-            if not source.is_file():
-                continue
-            if document.is_file() and document.read_bytes() == source.read_bytes():
-                continue
-            with replacing(document) as tmp:
-                shutil.copyfile(source, tmp)
-            restored += 1
+        texts = [(self.before / TEXT / str(n), d) for n, d in enumerate(self._text())]
+        restored = sum(_put_back(s, d) for s, d in texts if s.is_file())
         kept = {
             p.relative_to(self.before)
             for p in self.before.rglob("*")
@@ -189,11 +178,15 @@ class Update:
         for folder in self.places.record_folders:  # stray temporary files of atomic writes
             for stray in unfinished_writes(folder):
                 stray.unlink(missing_ok=True)
-        for name in sorted(kept):
-            source, target = self.before / name, self.places.root / name
-            if target.is_file() and target.read_bytes() == source.read_bytes():
-                continue
-            with replacing(target) as tmp:
-                shutil.copyfile(source, tmp)
-            restored += 1
+        root = self.places.root
+        restored += sum(_put_back(self.before / name, root / name) for name in sorted(kept))
         return restored, removed
+
+
+def _put_back(source: Path, target: Path) -> int:
+    """Put the kept copy `source` back at `target`, atomically: 1 if that changed it."""
+    if target.is_file() and target.read_bytes() == source.read_bytes():
+        return 0
+    with replacing(target) as tmp:
+        shutil.copyfile(source, tmp)
+    return 1
