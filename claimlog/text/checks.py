@@ -45,15 +45,24 @@ from claimlog.log.readings import Reading, declared_as
 from claimlog.text.citations import KINDS, Citation, Quote
 
 
-def rounds_to(quoted: str, value: float) -> bool:
-    """Whether `value` reads as `quoted` at the precision the quote is written at."""
-    q = quoted.lstrip("+").lower()
-    if "e" in q:
-        mantissa = q.split("e")[0]
+def written_like(quoted: str, value: float) -> str:
+    """`value` in the form and precision of `quoted`: "3015" -> "3017", "3.32e-04" ->
+    "3.41e-04", "51.5" -> "48.5", "+0.880797" -> "+0.880800"."""
+    sign = "+" if quoted.startswith("+") and value >= 0 else ""
+    bare = quoted.lstrip("+-")
+    if "e" in bare.lower():
+        mantissa = bare.lower().split("e")[0]
         digits = len(mantissa.split(".")[1]) if "." in mantissa else 0
-        return f"{value:.{digits}e}" == q
-    digits = len(q.split(".")[1]) if "." in q else 0
-    return f"{value:.{digits}f}" == q
+        text = f"{value:.{digits}e}"
+        return sign + (text.upper() if "E" in bare else text)
+    digits = len(bare.split(".")[1]) if "." in bare else 0
+    return sign + f"{value:.{digits}f}"
+
+
+def rounds_to(quoted: str, value: float) -> bool:
+    """Whether `value` reads as `quoted` at the precision the quote is written at (an
+    explicit "+" or the case of an "e" apart)."""
+    return written_like(quoted, value).lstrip("+").lower() == quoted.lstrip("+").lower()
 
 
 def says(reading: Reading, quoted: str) -> bool:
