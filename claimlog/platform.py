@@ -153,9 +153,6 @@ def reference_line() -> str:
     return f"{settings} OMP_NUM_THREADS={REFERENCE_THREADS} python3 experiment.py"
 
 
-# -- what torch says of this process, kept without torch ------------------------------------
-
-
 # -- the platform ---------------------------------------------------------------------------
 
 

@@ -450,15 +450,8 @@ def _references(tree: ast.AST) -> set[tuple[str, ...]]:
         node, own = pending.pop()
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             arguments = node.args
-            names = {
-                a.arg
-                for a in (
-                    *arguments.posonlyargs,
-                    *arguments.args,
-                    *arguments.kwonlyargs,
-                    *(x for x in (arguments.vararg, arguments.kwarg) if x is not None),
-                )
-            }
+            listed = (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+            names = {a.arg for a in (*listed, arguments.vararg, arguments.kwarg) if a is not None}
             inner = own | names
             outside: list[ast.AST] = [*arguments.defaults, *(d for d in arguments.kw_defaults if d)]
             if not isinstance(node, ast.Lambda):

@@ -140,8 +140,8 @@ def sweep(args: argparse.Namespace, workshop: Declaration) -> int:
         print(line)
     if not args.merge_only:
         kernels = sorted(reference_kernels(places.environment))
-        # Whether the variants that change one setting run: only their platforms are measured.
-        varied = not (args.no_kernels or args.here or args.release)
+        # Only the platforms of the variants the plan runs are measured.
+        varied = cluster.varies_one_setting(not args.no_kernels, args.here, args.release)
         with contextlib.ExitStack() as running:
             if args.scheduler:
                 client = running.enter_context(Client(args.scheduler))

@@ -160,6 +160,12 @@ def worker_machines(
     return {address: _machine(m) for address, m in found.items()}
 
 
+def varies_one_setting(kernels: bool, here_only: bool, release_only: bool) -> bool:
+    """Whether a sweep runs the variants of the reference that change one setting (and so
+    measures their platforms first): a whole sweep does, unless told `--no-kernels`."""
+    return kernels and not (here_only or release_only)
+
+
 def plan(
     machines: Mapping[str, Machine],
     store: FragmentStore,
@@ -194,7 +200,7 @@ def plan(
     # fixed order; ATen's AVX-512 kernels on the first that has them), so that where their
     # fragments land (the platform that kind computes on) is known before they run.
     first = next(iter(sorted(by_cpu.items())), ("", []))[1]
-    if kernels and everything:
+    if varies_one_setting(kernels, here_only, release_only):
         avx512 = next(
             (
                 group

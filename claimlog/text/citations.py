@@ -270,12 +270,6 @@ def find_citations(path: str, source: str, cell: int | None = None) -> list[Cita
     return found
 
 
-# -- does the log say it? -----------------------------------------------------------------------
-
-
-# -- coverage both ways ------------------------------------------------------------------------
-
-
 # -- numbers the prose quotes without citing any line ------------------------------------------
 # A citation covers the numbers of its sentence; a number in a sentence that cites nothing is
 # a number nobody checks. These are listed, so that no number of the text goes unexamined:
