@@ -14,9 +14,9 @@ them; neither is imported here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -34,9 +34,7 @@ SENT = pytest.StashKey[int]()  # how many of the item's payloads earlier reports
 
 def channel(item: pytest.Item) -> list[tuple[str, Any]]:
     """The payloads a claim (or a citation) sends to the controller with its reports."""
-    if CHANNEL not in item.stash:
-        item.stash[CHANNEL] = []
-    return item.stash[CHANNEL]
+    return item.stash.setdefault(CHANNEL, [])
 
 
 def payloads(report: pytest.TestReport) -> list[tuple[str, Any]]:
@@ -109,7 +107,7 @@ class ClaimOutcome:
     def add(self, report: pytest.TestReport) -> None:
         self.ran = True
         for name, value in payloads(report):
-            _ADD.get(name, _ignore)(self, value)
+            self._take(name, value)
         if report.failed:
             self.failed = True
         elif report.skipped:
@@ -117,109 +115,46 @@ class ClaimOutcome:
         elif report.when == "call" and report.passed:
             self.passed = True
 
-
-def _ignore(claim: ClaimOutcome, value: object) -> None:
-    pass
-
-
-def _owns(claim: ClaimOutcome, value: object) -> None:
-    claim.owns = tuple(cast("Iterable[str]", value))
-
-
-def _sentence(claim: ClaimOutcome, value: object) -> None:
-    claim.sentence = str(value)
-
-
-def _line(claim: ClaimOutcome, value: object) -> None:
-    line = LogLine.from_json(cast("Mapping[str, Any]", value))
-    claim.lines[line.key] = line
-
-
-def _readings(claim: ClaimOutcome, value: object) -> None:
-    for data in cast("Iterable[Mapping[str, Any]]", value):
-        reading = Reading.from_json(data)
-        claim.readings[reading.name] = reading
-
-
-def _stored(claim: ClaimOutcome, value: object) -> None:
-    claim.stored.update(cast("Mapping[str, float]", value))
-
-
-def _table(claim: ClaimOutcome, value: object) -> None:
-    table = Table.from_json(cast("Mapping[str, Any]", value))
-    claim.tables[table.name] = table
-
-
-def _numbers_file(claim: ClaimOutcome, value: object) -> None:
-    claim.numbers_files.add(str(value))
-
-
-def _citation(claim: ClaimOutcome, value: object) -> None:
-    claim.citation = True
+    def _take(self, name: str, value: Any) -> None:
+        """One payload of a report (`channel`) into this outcome; a name this engine does
+        not know is left."""
+        if name == OWNS:
+            self.owns = tuple(value)
+        elif name == SENTENCE:
+            self.sentence = str(value)
+        elif name == LINE:
+            line = LogLine.from_json(value)
+            self.lines[line.key] = line
+        elif name in (READINGS, BOUNDED):
+            into = self.readings if name == READINGS else self.bounded
+            into.update((r.name, r) for r in map(Reading.from_json, value))
+        elif name == MOVED:
+            self.moved.update((m.reading.name, m) for m in map(Moved.from_json, value))
+        elif name == STORED:
+            self.stored.update(value)
+        elif name == TABLE:
+            table = Table.from_json(value)
+            self.tables[table.name] = table
+        elif name == NUMBERS_FILE:
+            self.numbers_files.add(str(value))
+        elif name == CITED:
+            self.cited = tuple(int(n) for n in value)
+        elif name == CITATION:
+            self.citation = True
+        elif name in (DRIFT, NOTE):
+            _once(self.drift if name == DRIFT else self.notes, str(value))
+        elif name == TITLE:
+            _once(self.titles, dict(value))
+        elif name == REWRITE:
+            _once(self.rewrites, Rewrite.from_json(value))
+        elif name == LEFT:
+            _once(self.left, Left.from_json(value))
 
 
-def _drift(claim: ClaimOutcome, value: object) -> None:
-    if str(value) not in claim.drift:
-        claim.drift.append(str(value))
-
-
-def _note(claim: ClaimOutcome, value: object) -> None:
-    if str(value) not in claim.notes:
-        claim.notes.append(str(value))
-
-
-def _moved(claim: ClaimOutcome, value: object) -> None:
-    for data in cast("Iterable[Mapping[str, Any]]", value):
-        moved = Moved.from_json(data)
-        claim.moved[moved.reading.name] = moved
-
-
-def _bounded(claim: ClaimOutcome, value: object) -> None:
-    for data in cast("Iterable[Mapping[str, Any]]", value):
-        reading = Reading.from_json(data)
-        claim.bounded[reading.name] = reading
-
-
-def _cited(claim: ClaimOutcome, value: object) -> None:
-    claim.cited = tuple(int(n) for n in cast("Iterable[int]", value))
-
-
-def _rewrite(claim: ClaimOutcome, value: object) -> None:
-    rewrite = Rewrite.from_json(cast("Mapping[str, Any]", value))
-    if rewrite not in claim.rewrites:
-        claim.rewrites.append(rewrite)
-
-
-def _left(claim: ClaimOutcome, value: object) -> None:
-    left = Left.from_json(cast("Mapping[str, Any]", value))
-    if left not in claim.left:
-        claim.left.append(left)
-
-
-def _title(claim: ClaimOutcome, value: object) -> None:
-    title = dict(cast("Mapping[str, Any]", value))
-    if title not in claim.titles:  # a claim may state one figure's title twice
-        claim.titles.append(title)
-
-
-_ADD = {
-    BOUNDED: _bounded,
-    CITED: _cited,
-    TITLE: _title,
-    MOVED: _moved,
-    NOTE: _note,
-    OWNS: _owns,
-    SENTENCE: _sentence,
-    LINE: _line,
-    READINGS: _readings,
-    STORED: _stored,
-    TABLE: _table,
-    NUMBERS_FILE: _numbers_file,
-    DRIFT: _drift,
-    CITATION: _citation,
-    REWRITE: _rewrite,
-    LEFT: _left,
-}
+def _once(items: list[Any], item: object) -> None:
+    """Keep `item` once: a claim may send the same one twice (a figure's title, say)."""
+    if item not in items:
+        items.append(item)
 
 
 # -- results.log ----------------------------------------------------------------------------
