@@ -193,23 +193,14 @@ class Controller:
         self.platform = self.platform or platform
         self.standing = self.standing or dict(standing)
 
-    def _all_events(self) -> list[Event]:
-        """What every process of this session did with the results it keeps."""
-        return self.session.events
-
     def events_of(self, what: str, kind: str) -> list[Event]:
         """Every `what` ("computed", "reused", "damaged") of a `kind` this session, in any
-        process."""
-        return [e for e in self._all_events() if e.what == what and e.kind == kind]
+        process (the session holds what its workers did)."""
+        return [e for e in self.session.events if e.what == what and e.kind == kind]
 
     def names_of(self, what: str, kind: str) -> list[str]:
         """Their names, each once (every xdist worker loads what it needs)."""
         return list(dict.fromkeys(e.name for e in self.events_of(what, kind)))
-
-    @property
-    def trained(self) -> list[str]:
-        """The runs trained this session, by this process and every xdist worker."""
-        return [e.name for e in self.events_of(COMPUTED, "run")]
 
     @property
     def claim_outcomes(self) -> dict[str, ClaimOutcome]:
@@ -392,7 +383,7 @@ class Controller:
             citations={nodeid: _result(c) for nodeid, c in self.claims.items() if c.citation},
             readings=readings,
             tables=tables,
-            events=tuple(self._all_events()),
+            events=tuple(self.session.events),
             platform=self.platform.to_json() if self.platform else {},
             standing=self.standing,
             options={

@@ -97,24 +97,16 @@ def header_line(session: ClaimSession) -> str:
 def summarize(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
     """The terminal summary: what the session wrote, reused and found."""
     write = terminalreporter.write_line
-    recovered = c.session.recovered
-    if recovered:  # said in the header too, which -q leaves out
-        terminalreporter.write_sep("-", "before this session began")
-        write(recovered)
-    if c.summary:
-        terminalreporter.write_sep("-", "results.log")
-        for line in c.summary:
-            write(line)
-    if c.obtained:
-        terminalreporter.write_sep("-", "what this run computed, against the record")
-        for line in c.obtained:
-            write(line)
-    trained = c.trained
-    if trained:
-        runs = c.events_of(COMPUTED, "run")
+    recovered = c.session.recovered  # said in the header too, which -q leaves out
+    _section(terminalreporter, "before this session began", [recovered] if recovered else [])
+    _section(terminalreporter, "results.log", c.summary)
+    _section(terminalreporter, "what this run computed, against the record", c.obtained)
+    runs = c.events_of(COMPUTED, "run")
+    if runs:
         together = sum(1 for e in runs if e.detail and e.detail.get("together"))
         how = f", {together} of them together with others of their shape" if together else ""
-        write(f"trained {len(trained)} networks this session{how}: " + "; ".join(trained))
+        trained = "; ".join(e.name for e in runs)
+        write(f"trained {len(runs)} networks this session{how}: {trained}")
     for e in c.events_of(APART, "run"):
         write(
             f"trained {e.name} one at a time: together they gave other bits on this platform "
@@ -159,20 +151,26 @@ def summarize(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
             "the same code on this platform (--recompute records them again)"
         )
     _say_moved(c, terminalreporter)
-    if c.text:
-        terminalreporter.write_sep("-", "the workshop's text")
-        for line in c.text:
-            write(line)
-    _say_coverage(c, terminalreporter)
+    _section(terminalreporter, "the workshop's text", c.text)
+    found = c.coverage()
+    _section(terminalreporter, "what the text cites", found.describe() if found else [])
     _say_titles(c, terminalreporter)
     _say_platform(c, terminalreporter)
     notes = list(dict.fromkeys(n for c in c.claims.values() for n in c.notes))
     if notes:
-        terminalreporter.write_sep("-", "how the cited lessons hold over other seeds")
-        for line in notes:
-            write(line)
-        write("Other seeds are another experiment: these say how general a lesson is, not")
-        write("what the cited line prints (snapshots/evidence/robustness.md has every claim).")
+        notes += [
+            "Other seeds are another experiment: these say how general a lesson is, not",
+            "what the cited line prints (snapshots/evidence/robustness.md has every claim).",
+        ]
+    _section(terminalreporter, "how the cited lessons hold over other seeds", notes)
+
+
+def _section(terminalreporter: pytest.TerminalReporter, title: str, lines: list[str]) -> None:
+    """A section of the summary under its title, or nothing where it has no line."""
+    if lines:
+        terminalreporter.write_sep("-", title)
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 def _say_titles(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
@@ -187,15 +185,6 @@ def _say_titles(c: Controller, terminalreporter: pytest.TerminalReporter) -> Non
             terminalreporter.write_line(f"  holds: {part}")
         for part, how in t["sometimes"].items():
             terminalreporter.write_line(f"  only sometimes: {part} ({how})")
-
-
-def _say_coverage(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
-    found = c.coverage()
-    if found is None:
-        return
-    terminalreporter.write_sep("-", "what the text cites")
-    for line in found.describe():
-        terminalreporter.write_line(line)
 
 
 def _say_moved(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
