@@ -193,13 +193,7 @@ def computed(pytestconfig: pytest.Config, recipe: Any) -> Computed:
     cache (`<name>-results`) under a key of everything it depends on: the workshop's code
     (`Declaration.computing`), its recipe under this session's seeds and the platform."""
     session = session_of(pytestconfig)
-    memo = Memo(
-        session.kept("results"),
-        "result",
-        recompute=session.settings.recompute,
-        session=session.session_id,
-        on_event=session.events.append,
-    )
+    memo = session.memo("results", "result")
     inputs = {
         "source": source_digest(python_files(session.workshop.computing)),
         "workshop": repr(recipe),
@@ -482,14 +476,7 @@ def diagrams_dir(pytestconfig: pytest.Config) -> Path:
 @pytest.fixture(scope="session")
 def drawings(pytestconfig: pytest.Config) -> Memo:
     """Drawings kept in pytest's cache folder (drawn every time under -p no:cacheprovider)."""
-    session = session_of(pytestconfig)
-    return Memo(
-        session.kept("figures"),
-        "figure",
-        recompute=session.settings.recompute,
-        session=session.session_id,
-        on_event=session.events.append,
-    )
+    return session_of(pytestconfig).memo("figures", "figure")
 
 
 @pytest.fixture

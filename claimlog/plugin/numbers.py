@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -147,23 +148,12 @@ class NumberSnapshots:
         channel(self._item).append((TABLE, table.to_json()))
         if not self._settings.update:
             try:
-                index, names, columns = read_csv(self.path(table.name), table.index_name)
+                index, names, stored_columns = read_csv(self.path(table.name), table.index_name)
             except NumbersSnapshotError as error:
                 pytest.fail(self._missing(table.title, str(error)), pytrace=False)
-            stored = Table(
-                table.name,
-                table.title,
-                table.index_name,
-                tuple(index),
-                {n: np.asarray(columns[n]) for n in names},
-            )
-            here = Table(
-                table.name,
-                table.title,
-                table.index_name,
-                tuple(str(i) for i in table.index),
-                table.columns,
-            )
+            columns = {n: np.asarray(stored_columns[n]) for n in names}
+            stored = replace(table, index=tuple(index), columns=columns)
+            here = replace(table, index=tuple(str(i) for i in table.index))
             verdict = compare_table(here, stored, self.standing)
             if verdict.shape:
                 self._fail(self._differs(table, [verdict.shape]), defer)

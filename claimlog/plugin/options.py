@@ -74,7 +74,6 @@ def add_options(parser: pytest.Parser, workshop: Declaration) -> None:
         "--results-log",
         dest="claimlog_results_log",
         metavar="PATH",
-        default=None,
         help="where this run writes the log assembled from its passing claims (default: "
         "the ini option claimlog_results_log, else obtained/results.log; under --snapshot-update, "
         "captures/results.log, the record)",
@@ -83,7 +82,6 @@ def add_options(parser: pytest.Parser, workshop: Declaration) -> None:
         "--diagrams",
         dest="claimlog_diagrams",
         metavar="DIR",
-        default=None,
         help="where the claims draw the workshop's figures (default: the ini option "
         "claimlog_diagrams, else obtained/diagrams/; under --snapshot-update, diagrams/, the "
         "record)",
@@ -99,7 +97,6 @@ def add_options(parser: pytest.Parser, workshop: Declaration) -> None:
         "--claims-report",
         dest="claimlog_claims_report",
         metavar="PATH",
-        default=None,
         help="write a Markdown report of every claim: its sentence, its readings here and in "
         "the snapshot, what the platforms print and how general it is over seeds; with "
         "--workshop, what the text cites and the numbers that cite no line",
@@ -108,7 +105,6 @@ def add_options(parser: pytest.Parser, workshop: Declaration) -> None:
         "--record",
         dest="claimlog_record",
         metavar="PATH",
-        default=None,
         help="write the session's record as JSON: every claim's outcome, every reading by "
         "name, every stored table (for the sweep, the benchmark and tools)",
     )
@@ -117,7 +113,6 @@ def add_options(parser: pytest.Parser, workshop: Declaration) -> None:
         "--workshop",
         dest="claimlog_workshop",
         metavar="DIR",
-        default=None,
         help="also check every citation of the log in the workshop's text under DIR (default: "
         "the ini option claimlog_workshop): Markdown and MyST (.md), Quarto (.qmd) and Jupyter "
         "notebooks (.ipynb), one test per citation, run in one process after the claims; "
@@ -175,7 +170,6 @@ def add_options(parser: pytest.Parser, workshop: Declaration) -> None:
             f"--{axis}-seed",
             dest=f"claimlog_{axis}_seed",
             type=int,
-            default=None,
             metavar="K",
             help=f"the {one} of seed K alone (default: the workshop's seed); the log and "
             "figures go to pytest's cache folder, never to the record",

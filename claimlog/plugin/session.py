@@ -169,6 +169,16 @@ class ClaimSession:
         cache = getattr(self.config, "cache", None)
         return Store(cache.mkdir(self.cache_folder(what))) if cache is not None else None
 
+    def memo(self, what: str, kind: str) -> Memo:
+        """The memo of this session's `kind` of computation ("result", "figure", "kernels"),
+        kept in its store of `what`: every process's reuse and computing become events of
+        the session, which the summary says (and --recompute computes them again)."""
+        s = self.settings
+        on_event = self.events.append
+        return Memo(
+            self.kept(what), kind, recompute=s.recompute, session=self.session_id, on_event=on_event
+        )
+
     def kept_early(self, what: str) -> Store | None:
         """`kept`, before the cache plugin is configured: only where pytest has made its
         cache folder already (with its .gitignore)."""
@@ -320,16 +330,8 @@ class ClaimSession:
             import_torch()
             return sorted(record(name, compute))
 
-        s = self.settings
-        memo = Memo(
-            self.kept("kernels"),
-            "kernels",
-            recompute=s.recompute,
-            session=self.session_id,
-            on_event=self.events.append,  # the summary says what an update did not record again
-        )
         try:
-            found = memo.get(
+            found = self.memo("kernels", "kernels").get(
                 name,
                 digest(json.dumps([key, recording()])),
                 recorded,
