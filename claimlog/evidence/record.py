@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +76,8 @@ class Record:
             "options": dict(self.options),
             "log": dict(self.log),
             "events": [[e.what, e.kind, e.name, None, e.seconds] for e in self.events],
-            "claims": {nodeid: _result_json(c) for nodeid, c in self.claims.items()},
-            "citations": {nodeid: _result_json(c) for nodeid, c in self.citations.items()},
+            "claims": {nodeid: asdict(c) for nodeid, c in self.claims.items()},
+            "citations": {nodeid: asdict(c) for nodeid, c in self.citations.items()},
             "readings": {name: r.to_json() for name, r in self.readings.items()},
             "tables": {name: t.to_json() for name, t in self.tables.items()},
         }
@@ -108,17 +108,6 @@ class Record:
             return cls.from_json(json.loads(path.read_text()))
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise ValueError(f"cannot read the session record {path}: {error}") from None
-
-
-def _result_json(c: ClaimResult) -> dict[str, Any]:
-    return {
-        "outcome": c.outcome,
-        "lines": list(c.lines),
-        "readings": list(c.readings),
-        "drift": list(c.drift),
-        "sentence": c.sentence,
-        "tables": list(c.tables),
-    }
 
 
 def _result(data: Mapping[str, Any]) -> ClaimResult:

@@ -45,8 +45,6 @@ from claimlog.sweep.variants import (
     seed_variants,
 )
 
-Say = Callable[[str], None]
-
 
 @dataclass(frozen=True)
 class Machine:
@@ -293,7 +291,6 @@ def run(
     store: FragmentStore,
     select: str | None = None,
     cache_dir: str | None = None,
-    say: Say = print,
     together: bool = True,
 ) -> list[str]:
     """Run `jobs` (at least one), writing each fragment as it arrives; return the names of
@@ -307,7 +304,7 @@ def run(
     workers = max(1, len(client.scheduler_info()["workers"]))
     tasks = batches(jobs, workers) if together else [[j] for j in jobs]
     batched = sum(len(t) for t in tasks if len(t) > 1)  # seeds trained in batches
-    say(
+    print(
         f"{len(jobs)} of {total} jobs to run"
         + (f" ({already} fragments already there)" if already else "")
         + f", on {workers} worker{'s' if workers != 1 else ''}"
@@ -361,7 +358,7 @@ def run(
                 if left is not None and running:
                     known = True
                     now = ", ".join(running)
-                    say(f"[{already + done}/{total}] running: {now}; about {_clock(left)} left")
+                    print(f"[{already + done}/{total}] running: {now}; about {_clock(left)} left")
             continue
         for future in pending.next_batch(block=False):
             said = time.monotonic()
@@ -387,7 +384,9 @@ def run(
                 done += 1
                 if "failed" in result:
                     failed.append(job.variant.name)
-                    say(f"[{already + done}/{total}] {job.variant.name} FAILED: {result['failed']}")
+                    print(
+                        f"[{already + done}/{total}] {job.variant.name} FAILED: {result['failed']}"
+                    )
                     continue
                 fragment = Fragment.from_json(result["fragment"])
                 store.write(fragment)
@@ -404,7 +403,7 @@ def run(
                 named += (
                     f" to {task[-1].variant.name} ({len(task)} seeds, trained together: {found})"
                 )
-            say(
+            print(
                 f"[{already + done}/{total}] {named} on {written[0].platform_id}"
                 + (f"; running: {', '.join(running)}" if running else "")
                 + (
@@ -416,7 +415,7 @@ def run(
                 )
             )
     if spent:
-        say(floor_said(time.monotonic() - start, floor, workers))
+        print(floor_said(time.monotonic() - start, floor, workers))
     return failed
 
 

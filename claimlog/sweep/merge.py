@@ -213,11 +213,6 @@ def merge(fragments: list[Fragment], places: Places, workshop: Declaration) -> M
     )
 
 
-def module_of(claim: str) -> str:
-    """ "claims/test_s6_training.py::test_x" -> "test_s6_training"."""
-    return claim.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
-
-
 def _modules(
     document: Mapping[str, Any], fragility: Mapping[str, Any], claims: Path, log: Log
 ) -> list[tuple[str, str]]:
@@ -227,8 +222,9 @@ def _modules(
     its docstring; else its name. `claims`: the claims folder."""
     sections: dict[str, set[str]] = {}
     for reading in fragility["readings"].values():
-        sections.setdefault(module_of(reading["claim"]), set()).add(log.section_of(reading["line"]))
-    modules = sorted({module_of(claim) for claim in document["claims"]})
+        section = log.section_of(reading["line"])
+        sections.setdefault(report.module_of(reading["claim"]), set()).add(section)
+    modules = sorted({report.module_of(claim) for claim in document["claims"]})
     return [
         (m, min(sections[m]) if len(sections.get(m, ())) == 1 else _told(claims / f"{m}.py", m))
         for m in modules

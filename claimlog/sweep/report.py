@@ -306,9 +306,7 @@ def render_robustness(
         ]
     by_module: dict[str, list[str]] = {}
     for claim in document.get("claims", {}):
-        by_module.setdefault(
-            claim.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py"), []
-        ).append(claim)
+        by_module.setdefault(module_of(claim), []).append(claim)
     for module, title in sections:
         claims = by_module.pop(module, [])
         if not claims:
@@ -376,3 +374,8 @@ def stale_evidence(stale: Mapping[str, int], fragments: int) -> list[str]:
     ]
     said += [f"  {claim}: stale in {n} of {fragments} fragments" for claim, n in stale.items()]
     return said
+
+
+def module_of(claim: str) -> str:
+    """ "claims/test_s6_training.py::test_x" -> "test_s6_training"."""
+    return claim.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
