@@ -17,6 +17,7 @@ import torch
 
 from bnvg.log.layout import log as bnvg_log
 from claimlog.machine import import_for_the_whole_process
+from claimlog.platform import SET_BY_CLAIMLOG, VARIABLES
 from claimlog.runner import ClaimsRun, claims_command, environment, run_claims, scratch_copy
 
 LOG = bnvg_log()  # the workshop's log, as claimlog reads it
@@ -64,6 +65,20 @@ def missing(reason):
     if under_ci():
         pytest.fail(f"{reason} (under CI a missing check fails, never skips)", pytrace=False)
     pytest.skip(reason)
+
+
+@pytest.fixture(autouse=True)
+def _kernel_variables_left_as_found():
+    """Every test leaves the kernel variables, and claimlog's note of those it set itself, as
+    it found them: an in-process session under a variable a test set rewrites the note, and
+    the tests after it in the same process took the reference's kernels for a user's choice
+    (a sweep's job on the native kernels kept them), failing by the order tests ran in."""
+    names = (*VARIABLES, SET_BY_CLAIMLOG)
+    before = {name: os.environ.get(name) for name in names}
+    yield
+    after = {name: os.environ.get(name) for name in names}
+    changed = {name: (before[name], after[name]) for name in names if before[name] != after[name]}
+    assert not changed, f"the test changed the kernel variables (before, after): {changed}"
 
 
 @pytest.fixture(scope="session")
