@@ -23,7 +23,10 @@ from claimlog.runner import ClaimsRun, claims_command, environment, run_claims, 
 LOG = bnvg_log()  # the workshop's log, as claimlog reads it
 
 # pytester's in-process runs put sys.modules back as they found it. torch, an extension
-# module, cannot be imported a second time in one process; the libraries the claims' sessions
+# module, cannot be imported a second time in one process, nor torch._dynamo (which
+# torch.optim imports as it first builds an optimizer): it registers operators with torch,
+# and a second import fails whichever test comes next to build one (as tests ran shuffled,
+# whenever an in-process run had imported it first). The libraries the claims' sessions
 # import only when they need them (matplotlib to draw, pandas for pytest-regressions' files
 # under --snapshot-update, nbclient to run a notebook) would be imported again by every run
 # that does, matplotlib building its font cache from nothing in that run's HOME (the test's
@@ -33,7 +36,7 @@ LOG = bnvg_log()  # the workshop's log, as claimlog reads it
 # run would scan it again (hundreds of thousands of objects, seconds of each worker's time):
 # so each is imported as the engine imports torch, frozen out of the collector's reach.
 matplotlib.use("Agg")
-for _library in ("matplotlib.pyplot", "pandas", "nbclient"):
+for _library in ("torch._dynamo", "matplotlib.pyplot", "pandas", "nbclient"):
     import_for_the_whole_process(_library)
 
 pytest_plugins = ["pytester"]
@@ -425,15 +428,6 @@ def _no_outer_addopts(monkeypatch):
     monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
 
 
-@pytest.fixture(scope="session")
-def _dynamo_imported():
-    """pytester puts sys.modules back as it found them; torch._dynamo, which torch.optim
-    imports as it first builds an optimizer, registers operators with torch and cannot be
-    imported a second time: so it is imported once, before any pytester (a session fixture
-    is set up before the function's). Its objects too live as long as the process: frozen."""
-    import_for_the_whole_process("torch._dynamo")
-
-
 @pytest.fixture
 def outside_xdist(monkeypatch):
     """No xdist worker's variables: on a worker, they would make a claims session this test
@@ -444,7 +438,7 @@ def outside_xdist(monkeypatch):
 
 
 @pytest.fixture
-def claims_here(_dynamo_imported, outside_xdist, pytester, tmp_path):
+def claims_here(outside_xdist, pytester, tmp_path):
     """`pytest claims/ ARGS` in a scratch copy of the project (`claims_here.path`, which a
     test may change first), in this process (pytester's in-process run), with pytest's cache
     in the folder given (None: no cache); returns the finished run, read through its record

@@ -147,7 +147,7 @@ def geometric_decay_session(pytester, *args):
 
 
 def test_a_normal_run_writes_its_log_and_figures_to_obtained_and_changes_no_committed_file(
-    _dynamo_imported, outside_xdist, pytester
+    outside_xdist, pytester
 ):
     """Without --results-log or --diagrams the run writes obtained/, says how it compares
     with the record, and leaves captures/, diagrams/ and snapshots/ as they were."""
@@ -232,7 +232,7 @@ def test_an_update_killed_at_any_moment_leaves_the_record_as_committed_or_as_the
 
 
 def test_a_figure_that_moved_is_shown_committed_and_obtained_side_by_side(
-    _dynamo_imported, outside_xdist, pytester, html_rows
+    outside_xdist, pytester, html_rows
 ):
     """The claims report and pytest-html's report show a figure this run drew otherwise than
     the committed one as both, side by side (here the committed PNG was changed)."""
