@@ -88,4 +88,8 @@ def test_an_exploratory_seed_fails_exactly_what_the_sweep_recorded_and_writes_no
     assert failed == sorted(c for c in judged if recorded[c] == "failed"), run.tail()
     assert all(o == "passed" for o in evidence.values()), (evidence, run.tail())
     assert run.record.standing["kind"] == "held"
+    # Another seed is another experiment: what it computes otherwise than the snapshots (of
+    # the workshop's own seeds) is said so, never called drift.
+    assert f"computed at {axis}-seed-{seed}, another experiment" in run.stdout, run.tail()
+    assert "numbers that drifted" not in run.stdout and "or drift" not in run.stdout
     assert committed_bytes(project) == before

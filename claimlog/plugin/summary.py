@@ -204,6 +204,9 @@ def _say_moved(c: Controller, terminalreporter: pytest.TerminalReporter) -> None
             "(--workshop DIR rewrites its quotes)"
         )
         if c.settings.update and not c.failed_claims()
+        else f"computed at {seeds}, another experiment than the snapshots' (the workshop's "
+        "own seeds): judged above against the evidence of that seed:"
+        if (seeds := seed_variant_name(c.settings.seeds))
         else "computed here, not as the snapshots print them (judged above as failures "
         "or drift, by where this run computed):"
     )
@@ -262,7 +265,13 @@ def _say_platform(c: Controller, terminalreporter: pytest.TerminalReporter) -> N
         )
         write("--strict-numbers fails on any number that is not the reference's.")
     if kind != NEW and drift:
-        write("numbers that drifted:")
+        seeds = seed_variant_name(c.settings.seeds)
+        write(
+            f"what the fragment does not hold, {seeds} computes otherwise than the snapshots "
+            "(of the workshop's own seeds) print it: another experiment's numbers, not drift:"
+            if seeds
+            else "numbers that drifted:"
+        )
         for line in drift:
             write(f"  {line}")
 
