@@ -345,7 +345,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     controller = _controller(session.config)
     if controller is not None:
         controller.finish(session)
-        completed = not claims.refused and not controller.rolls_back(session)
+        completed = not controller.rolls_back(session)
         said = claims.end_update(completed, controller.failed_claims())
         if said:
             controller.summary.append(said)

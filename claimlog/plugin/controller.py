@@ -213,12 +213,12 @@ class Controller:
 
     def rolls_back(self, session: pytest.Session) -> bool:
         """Whether this session's update, if it is one, is rolled back at its end: it was
-        interrupted, or a claim failed (or, the session decides, a computation was refused)."""
+        interrupted, a claim failed, or a computation was refused as not deterministic."""
         stopped = session.exitstatus in (
             pytest.ExitCode.INTERRUPTED,
             pytest.ExitCode.INTERNAL_ERROR,
         )
-        return stopped or bool(self.failed_claims())
+        return stopped or bool(self.failed_claims()) or bool(self.session.refused)
 
     def assemble(self) -> LogAssembly:
         """The log as this session has verified it so far."""
@@ -239,7 +239,7 @@ class Controller:
             obtained = not s.update and seed_variant_name(s.seeds) is None
             if obtained:
                 clear_obtained(s, self._drawn())
-            if s.update and self.failed_claims():  # it rolls back: the log would go with it
+            if s.update and self.rolls_back(session):  # the log would go with the rest
                 self.summary.append(f"did not write {relative(s.results_log, root)} (below)")
             else:
                 self.summary.append(

@@ -196,22 +196,31 @@ def _say_moved(c: Controller, terminalreporter: pytest.TerminalReporter) -> None
         return
     n = len(moved)
     terminalreporter.write_sep("-", f"{n} quoted number{'s' if n > 1 else ''} moved")
-    terminalreporter.write_line(
-        (
-            "recorded in the snapshots now: the text's quotes of them are rewritten below"
-            if c.settings.workshop_text is not None
-            else "recorded in the snapshots now: the text must quote the new values "
-            "(--workshop DIR rewrites its quotes)"
-        )
-        if c.settings.update and not c.failed_claims()
-        else f"computed at {seeds}, another experiment than the snapshots' (the workshop's "
-        "own seeds): judged above against the evidence of that seed:"
-        if (seeds := seed_variant_name(c.settings.seeds))
-        else "computed here, not as the snapshots print them (judged above as failures "
-        "or drift, by where this run computed):"
-    )
+    terminalreporter.write_line(_moved_heading(c))
     for m in moved:
         terminalreporter.write_line(f"  {m.describe()}")
+
+
+def _moved_heading(c: Controller) -> str:
+    """What the numbers that moved are: the new record, another seed's, or this run's."""
+    s = c.settings
+    seeds = seed_variant_name(s.seeds)
+    if s.update and not c.failed_claims():
+        if s.workshop_text is not None:
+            return "recorded in the snapshots now: the text's quotes of them are rewritten below"
+        return (
+            "recorded in the snapshots now: the text must quote the new values "
+            "(--workshop DIR rewrites its quotes)"
+        )
+    if seeds:
+        return (
+            f"computed at {seeds}, another experiment than the snapshots' (the workshop's "
+            "own seeds): judged above against the evidence of that seed:"
+        )
+    return (
+        "computed here, not as the snapshots print them (judged above as failures or drift, "
+        "by where this run computed):"
+    )
 
 
 def _say_platform(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
