@@ -59,6 +59,9 @@ def record_files(places: Places) -> Iterator[Path]:
         yield places.environment
 
 
+LOOK = 10.0  # seconds at most that another session's look for an interrupted update takes
+
+
 @dataclass
 class Update:
     """One checkout's update transaction (see the module's docstring)."""
@@ -84,13 +87,21 @@ class Update:
 
     # -- the lock ---------------------------------------------------------------------------
     def acquire(self) -> None:
-        """Take the checkout's lock, or raise Busy naming the session that holds it."""
+        """Take the checkout's lock, or raise Busy naming the session that holds it. Every
+        session takes it a moment as it starts, to look for an interrupted update
+        (`recover`); a lock held by no update that names itself (`begin` writes `holder`) is
+        such a look, and is waited for: two sessions started together both run."""
         self.places.make_obtained()
         lock = FileLock(self.places.obtained / ".update.lock")
         try:
             lock.acquire(timeout=0)
         except Timeout:
-            raise Busy(self._holder()) from None
+            if self.holder.exists():
+                raise Busy(self._holder()) from None
+            try:
+                lock.acquire(timeout=LOOK)
+            except Timeout:
+                raise Busy(self._holder()) from None
         self.lock = lock
 
     def release(self) -> None:

@@ -8,10 +8,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from claimlog.places import Places
 from claimlog.runner import environment, scratch_copy
@@ -110,6 +112,7 @@ def test_a_second_session_is_refused_while_an_update_holds_the_lock(record):
         "from claimlog.transaction import Update\n"
         "u = Update(Places(Path(sys.argv[1])))\n"
         "u.acquire()\n"
+        "u.begin()\n"
         "print('held', flush=True)\n"
         "time.sleep(60)\n"
     )
@@ -126,6 +129,22 @@ def test_a_second_session_is_refused_while_an_update_holds_the_lock(record):
     second = Update(record)
     second.acquire()  # the dead process's lock is gone
     second.release()
+
+
+def test_a_session_waits_for_another_sessions_look_for_an_interrupted_update(record):
+    """Every session takes the lock a moment as it starts (`recover`): two sessions started
+    together both run, where the second was refused as if an update held the checkout."""
+    record.make_obtained()
+    looking = FileLock(record.obtained / ".update.lock", thread_local=False)
+    looking.acquire()
+    release = threading.Timer(0.5, looking.release)
+    release.start()
+    try:
+        second = Update(record)
+        second.acquire()  # waited for the look, not refused
+        second.release()
+    finally:
+        release.join()
 
 
 def geometric_decay_session(pytester, *args):
