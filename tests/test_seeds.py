@@ -66,7 +66,7 @@ def test_an_exploratory_seed_fails_exactly_what_the_sweep_recorded_and_writes_no
     project = scratch_copy(ROOT, tmp_path / "project", record=True)
     before = committed_bytes(project)
     run = run_claims(
-        ["-k", selection, f"--{axis}-seed={seed}"],
+        ["-k", selection, f"--{axis}-seed={seed}", "--claims-report", str(tmp_path / "r.md")],
         cwd=project,
         outputs=tmp_path / "out",
         cache_dir=tmp_path / "cache",
@@ -92,4 +92,8 @@ def test_an_exploratory_seed_fails_exactly_what_the_sweep_recorded_and_writes_no
     # the workshop's own seeds) is said so, never called drift.
     assert f"computed at {axis}-seed-{seed}, another experiment" in run.stdout, run.tail()
     assert "numbers that drifted" not in run.stdout and "or drift" not in run.stdout
+    assert [c.drift for c in run.record.claims.values() if c.drift] == []
+    report = (tmp_path / "r.md").read_text()
+    assert "drifted" not in report and "- drift:" not in report
+    assert "- another experiment's number: " in report  # its histories moved, and say so
     assert committed_bytes(project) == before

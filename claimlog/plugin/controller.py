@@ -174,7 +174,7 @@ class Controller:
     # -- collecting --------------------------------------------------------------------------
     def add_report(self, report: pytest.TestReport) -> None:
         """Every test report, xdist workers' too."""
-        self.claims.setdefault(report.nodeid, ClaimOutcome()).add(report)
+        self.claims.setdefault(report.nodeid, self._outcome()).add(report)
         if report.failed and self.settings.update:
             # The failing claim never used its snapshot; syrupy would delete it as unused.
             self.config.option.no_cleanup = True
@@ -184,8 +184,13 @@ class Controller:
         for item in items:
             if not is_citation(item):
                 self.claims.setdefault(
-                    item.nodeid, ClaimOutcome(owns=owned_keys(item), sentence=sentence_of(item))
+                    item.nodeid, self._outcome(owns=owned_keys(item), sentence=sentence_of(item))
                 )
+
+    def _outcome(self, **known: Any) -> ClaimOutcome:
+        """A claim's outcome, before its reports: of another experiment in a seed session."""
+        other = seed_variant_name(self.settings.seeds) is not None
+        return ClaimOutcome(another_experiment=other, **known)
 
     def worker_done(self, node: Any) -> None:
         """An xdist worker finished: add the runs it trained and the platform it used."""
@@ -451,7 +456,7 @@ def _result(claim: ClaimOutcome) -> ClaimResult:
         claim.outcome,
         claim.owns,
         tuple(claim.readings),
-        tuple(claim.drift),
+        tuple(claim.drifted),
         claim.sentence,
         tuple(claim.tables),
     )

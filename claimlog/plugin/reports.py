@@ -213,8 +213,9 @@ def _claim(
         "",
         f"`{nodeid}`" + (f", log lines {lines}" if lines else ""),
     ]
-    for drift in claim.drift:
-        out.append(f"- drift: {drift}")
+    # A seed session's moved numbers are its own experiment's, not drift (`ClaimOutcome`).
+    moved = "another experiment's number" if claim.another_experiment else "drift"
+    out += [f"- {moved}: {d}" for d in claim.drift]
     quoted = {**claim.readings, **claim.bounded}
     readings = [r for r in quoted.values() if r.kind.name != "setting"]
     if readings:
