@@ -399,3 +399,18 @@ def test_the_tables_are_the_same_bytes_whether_seeds_train_together_or_one_at_a_
     said = sweep(alone, *runs, "--one-at-a-time")
     assert "2 of 5 jobs to run (3 fragments already there)" in said and "batch" not in said
     assert evidence_bytes(together) == evidence_bytes(alone)
+
+    # Resumed after a kill that came once the first seed had kept its runs, and before the
+    # batch kept the others': the seed with runs left leads, and the batch still trains
+    # together (it used to train the others alone, "the first seed's runs were kept").
+    resumed = shutil.copytree(together, tmp_path / "resumed")
+    for fragment in (resumed / "snapshots/evidence/fragments").rglob("*-seed-*.json.gz"):
+        fragment.unlink()
+    runs_cache = resumed / ".pytest_cache" / "d" / f"{DECLARATION.name}-{RUNS_CACHE}"
+    for about in runs_cache.glob("*.json"):
+        if "init_seed=1)" in json.loads(about.read_text())["inputs"]["run"]["workshop"]:
+            for entry in runs_cache.glob(f"{about.stem}.*"):
+                entry.unlink()
+    said = sweep(resumed, *runs)
+    assert "sampler-seed-1 to init-seed-1 (2 seeds, trained together: the same bits) on " in said
+    assert evidence_bytes(together) == evidence_bytes(resumed)

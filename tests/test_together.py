@@ -194,3 +194,28 @@ def test_a_batch_keeps_only_the_runs_its_first_seed_checked_bit_for_bit(tmp_path
     held = Held(TRAINING, store, first, wrong, [(third, "plain", theirs[0])])
     assert held.check_and_keep(["plain"]) == "plain trained together gave other bits than alone"
     assert not store.has(third.key("plain"))
+
+
+def test_a_batch_is_led_by_a_seed_with_runs_left_to_train(tmp_path):
+    """A sweep killed after its batch's first seed trained its runs alone, and before the
+    batch kept the others': resumed, the first seed has nothing left to train, so another
+    seed leads the batch (its runs trained alone and compared), and the rest still train
+    together rather than one at a time."""
+    from claimlog.sweep.job import lead_of
+
+    store = Store(tmp_path / "runs")
+    where = {"platform": "here"}
+    batch = [
+        TrainedRuns(TRAINING, SHORT.with_seeds(sampler=seed), where=lambda: where, store=store)
+        for seed in (1, 2, 3)
+    ]
+    names = ["plain", "batch norm"]
+    assert lead_of(batch, names, store) == 0  # nothing kept: the first seed leads
+    for name in names:
+        store.put(batch[0].key(name), b"kept", {})
+    store.put(batch[1].key("plain"), b"kept", {})
+    assert lead_of(batch, names, store) == 2  # the seed with the most left to train
+    for runs in batch[1:]:
+        for name in names:
+            store.put(runs.key(name), b"kept", {})
+    assert lead_of(batch, names, store) is None  # every run kept: nothing to train together

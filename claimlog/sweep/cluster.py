@@ -373,14 +373,16 @@ def run(
                 results = answer if len(task) > 1 else [answer]
             except Exception as error:  # a task's failure is reported; the others go on
                 results = [{"failed": f"{type(error).__name__}: {error}"} for _ in task]
-            found = results[0].get("together")
-            # One at a time, a seed trained together would have trained as its batch's first.
-            alone = float(results[0].get("alone", 0.0)) if found == "the same bits" else 0.0
+            # A batch's lead (`job.run_batch`) says what it found; one at a time, a seed
+            # trained together would have trained as its lead did.
+            lead = next((r for r in results if "together" in r), results[0])
+            found = lead.get("together")
+            alone = float(lead.get("alone", 0.0)) if found == "the same bits" else 0.0
             if len(task) == 1 and "seconds" in results[0]:
                 took = estimate.took.setdefault(task[0].variant.threads, [])
                 took.append(float(results[0]["seconds"]))
             written = []
-            for i, (job, result) in enumerate(zip(task, results, strict=True)):
+            for job, result in zip(task, results, strict=True):
                 done += 1
                 if "failed" in result:
                     failed.append(job.variant.name)
@@ -391,7 +393,7 @@ def run(
                 fragment = Fragment.from_json(result["fragment"])
                 store.write(fragment)
                 written.append(fragment)
-                floor += float(result["computing"]) + (alone if i else 0.0)
+                floor += float(result["computing"]) + (0.0 if result is lead else alone)
                 spent += float(result["seconds"])
             if not written:
                 continue

@@ -210,17 +210,20 @@ def run_batch(
 ) -> list[dict[str, Any]]:
     """A batch of seed variants in one task, each computing the same `claims`. The runs those
     claims read (found by collecting them) are trained for every seed at once, those of one
-    shape together (`Declaration.together`), and held; the first seed's claims then run as
-    `run_variant` runs them, their runs trained one at a time, and the first seed's held runs
-    are compared, run by run and bit for bit, with them. Where they agree, the others' are
-    kept, and the others' claims find them in the cache; where they do not, or anything of it
-    fails, none is kept and the others train one at a time. A seed that fails is its own
-    failure (`"failed"`): the others keep their fragments. The together training comes first:
-    the batch's longest phase, measured first, is what the sweep's estimate of the time left
-    stands on from early on (`Phases`).
+    shape together (`Declaration.together`), and held; the lead seed's claims then run as
+    `run_variant` runs them, their runs trained one at a time, and the lead's held runs are
+    compared, run by run and bit for bit, with them. Where they agree, the others' are kept,
+    and the others' claims find them in the cache; where they do not, or anything of it
+    fails, none is kept and the others train one at a time. The lead is the first seed, or,
+    where its runs were kept already (a sweep killed after its session), the seed with the
+    most runs left to train (`lead_of`). A seed that fails is its own failure (`"failed"`):
+    the others keep their fragments. The together training comes first: the batch's longest
+    phase, measured first, is what the sweep's estimate of the time left stands on from early
+    on (`Phases`).
 
-    Returns each variant's result, the first's with `"alone"`, its training's seconds (what
-    one seed costs one at a time: the floor), and `"together"`, what the batch found."""
+    Returns each variant's result, in the order of `variants`; the lead's with `"alone"`,
+    its training's seconds (what one seed costs one at a time: the floor), and `"together"`,
+    what the batch found."""
     cache = Path(cache_dir) if cache_dir else worker_cache()
     phases = Phases(len(variants))
     held: Held | None = None
@@ -231,10 +234,11 @@ def run_batch(
             held = _train_together(root, variants, cache, only(claims, select), phases)
         except Exception as error:  # the others train alone, in their own sessions
             found = f"not kept: {type(error).__name__}: {error}"
-    first = _or_failure(run_variant, variants[0], project, select, cache_dir, claims, True)
+    lead = held.lead if held is not None else 0
+    first = _or_failure(run_variant, variants[lead], project, select, cache_dir, claims, True)
     first["alone"] = first.get("training", 0.0)
     if "failed" in first:
-        found = "not tried: the first seed failed"
+        found = "not tried: the lead seed failed"
     elif held is not None:
         try:
             found = held.check_and_keep(first["trained"])
@@ -242,15 +246,18 @@ def run_batch(
             found = f"not kept: {type(error).__name__}: {error}"
     first["together"] = found
     apart = found != "the same bits"
-    # A failed first seed says nothing of what a seed costs alone.
+    # A failed lead seed says nothing of what a seed costs alone.
     phases.note(apart=apart, **({} if "failed" in first else {"first": first["seconds"]}))
-    rest: list[dict[str, Any]] = []
-    for variant in variants[1:]:
-        rest.append(_or_failure(run_variant, variant, project, select, cache_dir, claims, apart))
-        took = [float(r["seconds"]) for r in rest if "seconds" in r]
+    results = {lead: first}
+    for i, variant in enumerate(variants):
+        if i != lead:
+            results[i] = _or_failure(
+                run_variant, variant, project, select, cache_dir, claims, apart
+            )
+        took = [float(r["seconds"]) for j, r in results.items() if j != lead and "seconds" in r]
         if took:
             phases.note(every=2.0, seed_seconds=sum(took) / len(took))
-    return [first, *rest]
+    return [results[i] for i in range(len(variants))]
 
 
 def _or_failure(job: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
@@ -264,9 +271,10 @@ def _or_failure(job: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any
 
 @dataclass
 class Held:
-    """Runs trained together and not kept yet: the first seed's (a run, or the error it
+    """Runs trained together and not kept yet: the lead seed's (a run, or the error it
     failed with), to compare with what its session trains alone; the others', kept once they
-    agree. `why_not`: why nothing was trained together."""
+    agree. `lead`: which of the batch's seeds it is. `why_not`: why nothing was trained
+    together."""
 
     training: Any = None
     store: Store | None = None
@@ -274,12 +282,13 @@ class Held:
     first_runs: dict[str, Any] = field(default_factory=dict)
     others: list[tuple[TrainedRuns, str, Any]] = field(default_factory=list)
     why_not: str = ""
+    lead: int = 0
 
     def check_and_keep(self, trained_alone: Sequence[str]) -> str:
-        """The first seed's held runs compared with those its session trained alone
+        """The lead seed's held runs compared with those its session trained alone
         (`trained_alone`, kept in the store), bit for bit; the others kept if they agree.
         Only the runs compared are kept, and only those no process kept meanwhile: a run the
-        first seed's session did not train alone (a claim that failed before reading it, a
+        lead seed's session did not train alone (a claim that failed before reading it, a
         run kept already) is trained by each seed's own session. What was found: "the same
         bits", or why nothing was kept."""
         if self.why_not:
@@ -287,13 +296,13 @@ class Held:
         assert self.store is not None and self.first is not None
         compared = [name for name in trained_alone if name in self.first_runs]
         if not compared:
-            return "nothing to compare: the first seed trained none of its runs alone"
+            return "nothing to compare: the lead seed trained none of its runs alone"
         training, first = self.training, self.first
         for name in compared:
             run, key = self.first_runs[name], first.key(name)
             alone = self.store.get(key)
             if not isinstance(alone, Entry):
-                return f"the first seed's {name} is not kept where the batch looks for it"
+                return f"the lead seed's {name} is not kept where the batch looks for it"
             if isinstance(run, Exception):
                 return f"{name} failed trained together ({run}) but not alone"
             described = json.dumps(dict(training.describe(run)), sort_keys=True)
@@ -308,6 +317,16 @@ class Held:
                 if runs.found(name) is MISSING:
                     runs.keep(name, run, 0.0, {"together": len(checked)})
         return "the same bits"
+
+
+def lead_of(batch: Sequence[TrainedRuns], names: Sequence[str], store: Store) -> int | None:
+    """Which seed of a batch leads it: the one whose runs its session trains alone, to be
+    compared with their together training. The first seed, unless it has fewer runs left to
+    train than another (a resumed sweep may find its runs kept, and nothing kept of the
+    others): then the seed with the most. None: every seed's runs are kept."""
+    left = [sum(not store.has(runs.key(name)) for name in names) for runs in batch]
+    most = max(left, default=0)
+    return left.index(most) if most else None
 
 
 def _runs_read(root: Path, variant: Variant, expression: str | None, cache: Path) -> list[str]:
@@ -379,17 +398,18 @@ def _train_together(
         )
         for v in variants
     ]
-    first = batch[0]
+    lead = lead_of(batch, names, store)
+    if lead is None:
+        return Held(why_not="nothing to train: every seed's runs were kept already")
+    first = batch[lead]
     phases.note(alone_prior=sum(training.cost(name, first.recipe) for name in names))
-    if not [name for name in names if not store.has(first.key(name))]:
-        return Held(why_not="nothing to train: the first seed's runs were kept already")
     shapes: dict[object, list[tuple[TrainedRuns, str]]] = {}
     for runs in batch:
         for name in names:
             shape = together.shape(name, runs.recipe)
             if shape is not None and not store.has(runs.key(name)):  # None: trains alone
                 shapes.setdefault(shape, []).append((runs, name))
-    held = Held(training, store, first)
+    held = Held(training, store, first, lead=lead)
     # A workshop's `Together.train` written before it could be told its progress is not.
     takes_progress = "progress" in inspect.signature(together.train).parameters
     weights = [sum(training.cost(name, runs.recipe) for runs, name in g) for g in shapes.values()]
