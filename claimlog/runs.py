@@ -107,6 +107,23 @@ class TrainedRuns:
         a store, where nothing is kept and no figure can be known by it."""
         return self.key(name) if self.memo.store is not None else ""
 
+    def keep_also_as(self, other: TrainedRuns) -> list[str]:
+        """Every run this store holds for these inputs, kept also under `other`'s (the same
+        runs, their platform described anew: a full update has recorded its fingerprint).
+        The names `other` finds kept now."""
+        store = self.memo.store
+        if store is None:
+            return []
+        return [
+            name
+            for name in self.training.names()
+            if store.keep_as(
+                self.key(name),
+                other.key(name),
+                {"inputs": other.inputs(name), "platform": other.where},
+            )
+        ]
+
     def kept_names(self) -> set[str]:
         """The names of the runs whose entries the store holds for these inputs: a cheap look,
         without torch, at what a session would reuse (reading one checks its whole entry)."""

@@ -97,6 +97,18 @@ class Store:
             return Damaged(key, "its content does not match its checksum (truncated or corrupt)")
         return Entry(content, {k: v for k, v in about.items() if k not in ("sha256", "size")})
 
+    def keep_as(self, key: str, new_key: str, about: Mapping[str, Any]) -> bool:
+        """Keep the sound entry of `key` also under `new_key`, its description updated with
+        `about`: the same result, described anew. An entry there already is left as it is.
+        Whether `new_key` holds one now."""
+        if self.has(new_key):
+            return True
+        found = self.get(key)
+        if not isinstance(found, Entry):
+            return False
+        self.put(new_key, found.content, {**found.about, **about})
+        return True
+
     def put(self, key: str, content: bytes, about: Mapping[str, Any]) -> None:
         """Write an entry: the content first, its description (the commit) last."""
         content_path, about_path = self._paths(key)

@@ -56,6 +56,8 @@ def an_authors_session(where, name, venv):
     assert header.startswith(f"{package}: the reference platform (")
     assert "its kernels giving the bits" in header
     assert "4 passed" in said  # two claims, and the text's two citations
+    # What `claimlog init` computed to record the workshop is reused, not computed again.
+    assert "reused 1 results computed earlier by the same code on this platform" in said
     # obtained/ and pytest's cache ignore themselves.
     assert git(folder, "status", "--porcelain") == ""
     experiment = folder / package / "experiment.py"

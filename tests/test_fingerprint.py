@@ -362,10 +362,12 @@ def test_a_workshop_recorded_on_one_mkl_path_is_another_platform_on_the_other(mk
     git(folder, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "recorded")
 
     said = pytest_in(folder, zen)
-    assert "this run computed on the reference" in said and "reused 1 result" not in said
-    # Each record is kept under its computation's key, which names the platform by its
-    # fingerprint: the first update's (of a platform with no record yet) is not this one's,
-    # so the second records again; the third records nothing again. Both write the same.
+    # The update keyed its result by the platform as the record named it before (no kernels
+    # yet), and kept it also under the fingerprint it recorded: this run reuses it.
+    assert "this run computed on the reference" in said and "reused 1 result" in said
+    # Each record of kernels is kept under its computation's key, which names the platform
+    # by its fingerprint: the first update's (of a platform with no record yet) is not this
+    # one's, so the second records again; the third records nothing again. Both write the same.
     said = pytest_in(folder, zen, "--snapshot-update")
     assert "reused the kernels" not in said
     said = pytest_in(folder, zen, "--snapshot-update")

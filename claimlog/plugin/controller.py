@@ -47,8 +47,9 @@ from claimlog.plugin.options import (
 )
 from claimlog.plugin.outcomes import NOT_VERIFIED, ClaimOutcome, LogAssembly, assemble_log
 from claimlog.plugin.reports import render_claims_report
-from claimlog.plugin.session import ClaimSession, holds_snapshots
+from claimlog.plugin.session import RUNS_CACHE, ClaimSession, holds_snapshots
 from claimlog.runner import differing_figures, differing_lines, extra_figures
+from claimlog.runs import TrainedRuns
 from claimlog.store import COMPUTED, REUSED, Event, atomic_write, relative
 from claimlog.text import outputs
 from claimlog.text import rewrites as text_rewrites
@@ -333,6 +334,9 @@ class Controller:
         before = self.session.reference()
         store = self.session.platform_store()
         bits = kernel_bits(self.session.recorded_kernels(), s.torch_threads, store)
+        # What this process keyed its runs and results by (a worker's platform, as shipped,
+        # names no CPU); read before the new record changes its fingerprint.
+        keyed_by = self.session.platform
         computed_on = replace(computed_on, fingerprint=fingerprint(bits))
         now = Platform.from_json(computed_on.identity())
         kept = reference_kernels(s.places.environment)
@@ -342,6 +346,7 @@ class Controller:
         identity = {**now.identity(), **({KERNELS: bits} if bits else {})}
         environment = json.dumps(identity, indent=2, sort_keys=True) + "\n"
         atomic_write(s.places.environment, environment)
+        self._keep_for_the_next_run(keyed_by, replace(keyed_by, fingerprint=now.fingerprint))
         if before is None:
             self.summary.append(f"recorded the reference: {now.describe()}")
         else:
@@ -350,6 +355,26 @@ class Controller:
                 f"{now.describe()} ({now.id}), not of {before.describe()} ({before.id}); "
                 f"the evidence of the old reference is stale: {self.session.workshop.sweep_command}"
             )
+
+    def _keep_for_the_next_run(self, keyed_by: Platform, recorded: Platform) -> None:
+        """This session kept its runs and results under the fingerprint of the kernels the
+        record named before it (none, for a new workshop's first update); the next session
+        keys them by the fingerprint just `recorded`. What is kept for this code and recipe
+        is kept under it too, so that the next run reuses it rather than computing it all
+        again: the same results of the same platform, named by the kernels it calls now."""
+        session, old, new = self.session, keyed_by.cache_fields(), recorded.cache_fields()
+        if old == new or session.workshop.recipe is None:
+            return
+        from claimlog.plugin.fixtures import Computed  # registered in every process already
+
+        recipe = session.recipe()
+        names = self.names_of(COMPUTED, "result") + self.names_of(REUSED, "result")
+        Computed.of(session, recipe, old).keep_also_as(Computed.of(session, recipe, new), names)
+        store = session.kept(RUNS_CACHE)
+        if store is not None and session.workshop.training is not None:
+            training = session.training()
+            before = TrainedRuns(training, recipe, where=old.copy, store=store)
+            before.keep_also_as(TrainedRuns(training, recipe, where=new.copy, store=store))
 
     def _tidy_numbers(self, session: pytest.Session) -> None:
         places = self.settings.places

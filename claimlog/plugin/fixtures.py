@@ -28,7 +28,7 @@ import importlib.util
 import json
 import pickle
 import platform
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -42,7 +42,7 @@ from claimlog.plugin.numbers import NumberSnapshots
 from claimlog.plugin.options import UPDATE_COMMAND, owned_keys
 from claimlog.plugin.outcomes import TITLE, channel
 from claimlog.plugin.quoting import Quoted, damage, extension_for, send_line
-from claimlog.plugin.session import RUNS_CACHE, session_of
+from claimlog.plugin.session import RUNS_CACHE, ClaimSession, session_of
 from claimlog.runs import TrainedRuns, known_run
 from claimlog.store import (
     REUSED,
@@ -156,8 +156,24 @@ class Computed:
         self._probe = probe  # what the engine learns of a computation first (its kernels)
         self._done: dict[str, Any] = {}
 
+    @classmethod
+    def of(cls, session: ClaimSession, recipe: Any, where: Mapping[str, str]) -> Computed:
+        """A session's results on the platform `where` (`Platform.cache_fields`), keyed by
+        the workshop's code (`Declaration.computing`), its `recipe` and the platform."""
+        code = source_digest(python_files(session.workshop.computing))
+        inputs = {"source": code, "workshop": repr(recipe), **where}
+        return cls(session.memo("results", "result"), inputs, session.note_kernels)
+
     def key(self, name: str) -> str:
         return digest(json.dumps({"result": name, **self.inputs}, sort_keys=True))
+
+    def keep_also_as(self, other: Computed, names: Iterable[str]) -> list[str]:
+        """`TrainedRuns.keep_also_as`, for the results `names`."""
+        store = self.memo.store
+        if store is None:
+            return []
+        about = {"inputs": other.inputs}
+        return [n for n in names if store.keep_as(self.key(n), other.key(n), about)]
 
     def get(self, name: str, compute: Callable[[], T]) -> T:
         """The result `name`: kept from before, or computed now by `compute()` and kept."""
@@ -193,13 +209,7 @@ def computed(pytestconfig: pytest.Config, recipe: Any) -> Computed:
     cache (`<name>-results`) under a key of everything it depends on: the workshop's code
     (`Declaration.computing`), its recipe under this session's seeds and the platform."""
     session = session_of(pytestconfig)
-    memo = session.memo("results", "result")
-    inputs = {
-        "source": source_digest(python_files(session.workshop.computing)),
-        "workshop": repr(recipe),
-        **session.platform.cache_fields(),
-    }
-    return Computed(memo, inputs, session.note_kernels)
+    return Computed.of(session, recipe, session.platform.cache_fields())
 
 
 @pytest.fixture(scope="session")
