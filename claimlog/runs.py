@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
@@ -107,16 +107,16 @@ class TrainedRuns:
         a store, where nothing is kept and no figure can be known by it."""
         return self.key(name) if self.memo.store is not None else ""
 
-    def keep_also_as(self, other: TrainedRuns) -> list[str]:
-        """Every run this store holds for these inputs, kept also under `other`'s (the same
-        runs, their platform described anew: a full update has recorded its fingerprint).
-        The names `other` finds kept now."""
+    def keep_also_as(self, other: TrainedRuns, names: Iterable[str]) -> list[str]:
+        """The runs `names` this store holds for these inputs, kept also under `other`'s (the
+        same runs, their platform described anew: a full update has recorded its
+        fingerprint). The names `other` finds kept now."""
         store = self.memo.store
         if store is None:
             return []
         return [
             name
-            for name in self.training.names()
+            for name in names
             if store.keep_as(
                 self.key(name),
                 other.key(name),

@@ -99,14 +99,14 @@ class Store:
 
     def keep_as(self, key: str, new_key: str, about: Mapping[str, Any]) -> bool:
         """Keep the sound entry of `key` also under `new_key`, its description updated with
-        `about`: the same result, described anew. An entry there already is left as it is.
-        Whether `new_key` holds one now."""
-        if self.has(new_key):
-            return True
+        `about`: the same result, described anew. It replaces what `new_key` held (an entry
+        damaged, or older than one computed again under --recompute). Whether there was one
+        to keep."""
         found = self.get(key)
         if not isinstance(found, Entry):
             return False
-        self.put(new_key, found.content, {**found.about, **about})
+        with self.lock(new_key):
+            self.put(new_key, found.content, {**found.about, **about})
         return True
 
     def put(self, key: str, content: bytes, about: Mapping[str, Any]) -> None:

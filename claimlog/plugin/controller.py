@@ -334,9 +334,7 @@ class Controller:
         before = self.session.reference()
         store = self.session.platform_store()
         bits = kernel_bits(self.session.recorded_kernels(), s.torch_threads, store)
-        # What this process keyed its runs and results by (a worker's platform, as shipped,
-        # names no CPU); read before the new record changes its fingerprint.
-        keyed_by = self.session.platform
+        keyed_by = computed_on  # what the session kept its runs and results by
         computed_on = replace(computed_on, fingerprint=fingerprint(bits))
         now = Platform.from_json(computed_on.identity())
         kept = reference_kernels(s.places.environment)
@@ -346,7 +344,7 @@ class Controller:
         identity = {**now.identity(), **({KERNELS: bits} if bits else {})}
         environment = json.dumps(identity, indent=2, sort_keys=True) + "\n"
         atomic_write(s.places.environment, environment)
-        self._keep_for_the_next_run(keyed_by, replace(keyed_by, fingerprint=now.fingerprint))
+        self._keep_for_the_next_run(keyed_by, computed_on)
         if before is None:
             self.summary.append(f"recorded the reference: {now.describe()}")
         else:
@@ -358,23 +356,27 @@ class Controller:
 
     def _keep_for_the_next_run(self, keyed_by: Platform, recorded: Platform) -> None:
         """This session kept its runs and results under the fingerprint of the kernels the
-        record named before it (none, for a new workshop's first update); the next session
-        keys them by the fingerprint just `recorded`. What is kept for this code and recipe
-        is kept under it too, so that the next run reuses it rather than computing it all
-        again: the same results of the same platform, named by the kernels it calls now."""
+        record named before it (none, for a new workshop's first update); the next keys them
+        by the one just `recorded`. What this session used is kept under it too, so the next
+        run reuses it: the same results of the same platform, named by the kernels it calls."""
         session, old, new = self.session, keyed_by.cache_fields(), recorded.cache_fields()
         if old == new or session.workshop.recipe is None:
             return
         from claimlog.plugin.fixtures import Computed  # registered in every process already
 
-        recipe = session.recipe()
-        names = self.names_of(COMPUTED, "result") + self.names_of(REUSED, "result")
-        Computed.of(session, recipe, old).keep_also_as(Computed.of(session, recipe, new), names)
-        store = session.kept(RUNS_CACHE)
-        if store is not None and session.workshop.training is not None:
-            training = session.training()
-            before = TrainedRuns(training, recipe, where=old.copy, store=store)
-            before.keep_also_as(TrainedRuns(training, recipe, where=new.copy, store=store))
+        used = {k: self.names_of(COMPUTED, k) + self.names_of(REUSED, k) for k in ("run", "result")}
+        try:  # a copy in pytest's cache, never worth the update it would fail
+            recipe = session.recipe()
+            results = Computed.of(session, recipe, old)
+            results.keep_also_as(Computed.of(session, recipe, new), used["result"])
+            store = session.kept(RUNS_CACHE)
+            if store is not None and session.workshop.training is not None:
+                training = session.training()
+                runs = TrainedRuns(training, recipe, where=old.copy, store=store)
+                again = TrainedRuns(training, recipe, where=new.copy, store=store)
+                runs.keep_also_as(again, used["run"])
+        except Exception as error:
+            self.summary.append(f"the next run computes this update's results again ({error!r})")
 
     def _tidy_numbers(self, session: pytest.Session) -> None:
         places = self.settings.places
