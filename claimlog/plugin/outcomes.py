@@ -91,8 +91,8 @@ class ClaimOutcome:
     ran: bool = False  # False for a claim only known as deselected
     citation: bool = False
     # Computed at other seeds than the workshop's own (--sampler-seed 3): the numbers that
-    # moved from the snapshots are another experiment's, judged against its own evidence;
-    # drift is a number that moved with the platform, and none of them did.
+    # moved from the snapshots (of the workshop's seeds) are another experiment's, judged
+    # against that seed's evidence, not drift (a number that moved with the platform alone).
     another_experiment: bool = False
 
     @property

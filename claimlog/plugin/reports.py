@@ -24,6 +24,7 @@ from typing import Any, cast
 import pytest
 
 from claimlog.evidence.fragility import Fragility, listed
+from claimlog.evidence.fragments import seed_variant_name
 from claimlog.evidence.verdicts import Moved
 from claimlog.log.lines import PLOT, Log, PublishedLogError
 from claimlog.log.readings import Reading
@@ -294,7 +295,8 @@ def html_extras(
     added = []
     readings = _property(report, READINGS)
     if readings:
-        added.append(extras.html(_readings_table(report, readings, table)))
+        moved = "another experiment's number" if seed_variant_name(s.seeds) else "drift"
+        added.append(extras.html(_readings_table(report, readings, table, moved)))
     for key in owned_keys(item):
         if key.startswith(PLOT):
             png = s.diagrams / key.removeprefix(PLOT)
@@ -307,7 +309,9 @@ def html_extras(
     report.extras = [*getattr(report, "extras", []), *added]  # type: ignore[attr-defined]
 
 
-def _readings_table(report: pytest.TestReport, readings: list[Any], table: Fragility) -> str:
+def _readings_table(
+    report: pytest.TestReport, readings: list[Any], table: Fragility, moved: str
+) -> str:
     stored = cast("Mapping[str, float]", _property(report, STORED) or {})
     rows = []
     for data in readings:
@@ -338,7 +342,7 @@ def _readings_table(report: pytest.TestReport, readings: list[Any], table: Fragi
         "<th>on platforms</th><th>the claim says</th></tr>"
         + "".join(rows)
         + "</table>"
-        + "".join(f"<p>drift: {html.escape(d)}</p>" for d in drift)
+        + "".join(f"<p>{moved}: {html.escape(d)}</p>" for d in drift)
     )
 
 
