@@ -210,12 +210,12 @@ def test_a_batch_is_led_by_a_seed_with_runs_left_to_train(tmp_path):
         for seed in (1, 2, 3)
     ]
     names = ["plain", "batch norm"]
-    assert lead_of(batch, names, store) == 0  # nothing kept: the first seed leads
+    assert lead_of(batch, names, store, TOGETHER) == 0  # nothing kept: the first seed leads
     for name in names:
         store.put(batch[0].key(name), b"kept", {})
     store.put(batch[1].key("plain"), b"kept", {})
-    assert lead_of(batch, names, store) == 2  # the seed with the most left to train
+    assert lead_of(batch, names, store, TOGETHER) == 2  # the seed with the most left to train
     for runs in batch[1:]:
         for name in names:
             store.put(runs.key(name), b"kept", {})
-    assert lead_of(batch, names, store) is None  # every run kept: nothing to train together
+    assert lead_of(batch, names, store, TOGETHER) is None  # every run kept: nothing to train together

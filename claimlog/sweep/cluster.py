@@ -393,7 +393,7 @@ def run(
                 fragment = Fragment.from_json(result["fragment"])
                 store.write(fragment)
                 written.append(fragment)
-                floor += float(result["computing"]) + (0.0 if result is lead else alone)
+                floor += float(result["computing"]) + (alone if result.get("kept together") else 0)
                 spent += float(result["seconds"])
             if not written:
                 continue

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from claimlog.declaration import declared_in
+from claimlog.declaration import Together, declared_in
 from claimlog.evidence.fragments import Variant, from_record
 from claimlog.evidence.keys import claim_keys
 from claimlog.kernels import fingerprint, kernel_bits, reference_kernels
@@ -223,7 +223,8 @@ def run_batch(
 
     Returns each variant's result, in the order of `variants`; the lead's with `"alone"`,
     its training's seconds (what one seed costs one at a time: the floor), and `"together"`,
-    what the batch found."""
+    what the batch found; each other's with `"kept together"`, whether the batch kept runs
+    of it (which the floor then counts as the lead's training alone)."""
     cache = Path(cache_dir) if cache_dir else worker_cache()
     phases = Phases(len(variants))
     held: Held | None = None
@@ -254,6 +255,8 @@ def run_batch(
             results[i] = _or_failure(
                 run_variant, variant, project, select, cache_dir, claims, apart
             )
+            # One at a time, it would have trained what the batch kept for it, as the lead did.
+            results[i]["kept together"] = held is not None and i in held.kept_for
         took = [float(r["seconds"]) for j, r in results.items() if j != lead and "seconds" in r]
         if took:
             phases.note(every=2.0, seed_seconds=sum(took) / len(took))
@@ -283,6 +286,8 @@ class Held:
     others: list[tuple[TrainedRuns, str, Any]] = field(default_factory=list)
     why_not: str = ""
     lead: int = 0
+    seeds: Sequence[TrainedRuns] = ()  # the batch's, in its order
+    kept_for: set[int] = field(default_factory=set)  # the seeds whose runs it kept
 
     def check_and_keep(self, trained_alone: Sequence[str]) -> str:
         """The lead seed's held runs compared with those its session trained alone
@@ -316,15 +321,24 @@ class Held:
             with self.store.lock(runs.key(name)):
                 if runs.found(name) is MISSING:
                     runs.keep(name, run, 0.0, {"together": len(checked)})
+                    self.kept_for |= {i for i, s in enumerate(self.seeds) if s is runs}
         return "the same bits"
 
 
-def lead_of(batch: Sequence[TrainedRuns], names: Sequence[str], store: Store) -> int | None:
+def lead_of(
+    batch: Sequence[TrainedRuns], names: Sequence[str], store: Store, together: Together
+) -> int | None:
     """Which seed of a batch leads it: the one whose runs its session trains alone, to be
     compared with their together training. The first seed, unless it has fewer runs left to
-    train than another (a resumed sweep may find its runs kept, and nothing kept of the
-    others): then the seed with the most. None: every seed's runs are kept."""
-    left = [sum(not store.has(runs.key(name)) for name in names) for runs in batch]
+    train together than another (a resumed sweep may find its runs kept, and nothing kept
+    of the others): then the seed with the most. None: no seed has one left."""
+    left = [
+        sum(
+            together.shape(name, runs.recipe) is not None and not store.has(runs.key(name))
+            for name in names
+        )
+        for runs in batch
+    ]
     most = max(left, default=0)
     return left.index(most) if most else None
 
@@ -376,11 +390,15 @@ def _train_together(
     collected = time.perf_counter()
     if not names:
         return Held(why_not="nothing to train: the claims read no run")
+    # As the engine imports it, before the workshop's code does; and before the session
+    # below is timed, as what a later seed's session costs: that one finds torch imported
+    # (a worker's first session importing it took 3.3 s against 0.6 s, and the sweep's
+    # early estimate of its time left came out nearly twice too long).
+    import_torch()
     phases.note(
         collect=collected - started,
         session=_session_without_runs(root, variants[0], expression, cache),
     )
-    import_torch()  # as the engine imports it, before the workshop's code does
     training, together = workshop.training(), workshop.together()
     places = Places(root)
     facts = Store(cache / "d" / TORCH_FACTS_FOLDER)
@@ -398,18 +416,19 @@ def _train_together(
         )
         for v in variants
     ]
-    lead = lead_of(batch, names, store)
+    lead = lead_of(batch, names, store, together)
     if lead is None:
         return Held(why_not="nothing to train: every seed's runs were kept already")
     first = batch[lead]
-    phases.note(alone_prior=sum(training.cost(name, first.recipe) for name in names))
+    alone = [name for name in names if not store.has(first.key(name))]
+    phases.note(alone_prior=sum(training.cost(name, first.recipe) for name in alone))
     shapes: dict[object, list[tuple[TrainedRuns, str]]] = {}
     for runs in batch:
         for name in names:
             shape = together.shape(name, runs.recipe)
             if shape is not None and not store.has(runs.key(name)):  # None: trains alone
                 shapes.setdefault(shape, []).append((runs, name))
-    held = Held(training, store, first, lead=lead)
+    held = Held(training, store, first, lead=lead, seeds=batch)
     # A workshop's `Together.train` written before it could be told its progress is not.
     takes_progress = "progress" in inspect.signature(together.train).parameters
     weights = [sum(training.cost(name, runs.recipe) for runs, name in g) for g in shapes.values()]
