@@ -218,4 +218,4 @@ def test_a_batch_is_led_by_a_seed_with_runs_left_to_train(tmp_path):
     for runs in batch[1:]:
         for name in names:
             store.put(runs.key(name), b"kept", {})
-    assert lead_of(batch, names, store, TOGETHER) is None  # every run kept: nothing to train together
+    assert lead_of(batch, names, store, TOGETHER) is None  # every run kept: none to lead
