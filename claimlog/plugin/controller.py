@@ -171,6 +171,8 @@ class Controller:
         self.text: list[str] = []  # with --workshop: what this session did to the text
         self.rewritten: list[str] = []  # under an update: its rewrites and the quotes left
         self._recipe: list[Moved] | None = None  # the recipe's own readings that moved
+        # Other seeds than the workshop's (--sampler-seed 3): every claim is of another experiment.
+        self.another_experiment = seed_variant_name(self.settings.seeds) is not None
 
     # -- collecting --------------------------------------------------------------------------
     def add_report(self, report: pytest.TestReport) -> None:
@@ -190,8 +192,7 @@ class Controller:
 
     def _outcome(self, **known: Any) -> ClaimOutcome:
         """A claim's outcome, before its reports: of another experiment in a seed session."""
-        other = seed_variant_name(self.settings.seeds) is not None
-        return ClaimOutcome(another_experiment=other, **known)
+        return ClaimOutcome(another_experiment=self.another_experiment, **known)
 
     def worker_done(self, node: Any) -> None:
         """An xdist worker finished: add the runs it trained and the platform it used."""

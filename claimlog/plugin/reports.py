@@ -214,9 +214,7 @@ def _claim(
         "",
         f"`{nodeid}`" + (f", log lines {lines}" if lines else ""),
     ]
-    # A seed session's moved numbers are its own experiment's, not drift (`ClaimOutcome`).
-    moved = "another experiment's number" if claim.another_experiment else "drift"
-    out += [f"- {moved}: {d}" for d in claim.drift]
+    out += [f"- {_moved_word(settings)}: {d}" for d in claim.drift]
     quoted = {**claim.readings, **claim.bounded}
     readings = [r for r in quoted.values() if r.kind.name != "setting"]
     if readings:
@@ -295,8 +293,7 @@ def html_extras(
     added = []
     readings = _property(report, READINGS)
     if readings:
-        moved = "another experiment's number" if seed_variant_name(s.seeds) else "drift"
-        added.append(extras.html(_readings_table(report, readings, table, moved)))
+        added.append(extras.html(_readings_table(report, readings, table, _moved_word(s))))
     for key in owned_keys(item):
         if key.startswith(PLOT):
             png = s.diagrams / key.removeprefix(PLOT)
@@ -307,6 +304,12 @@ def html_extras(
                 content = base64.b64encode(png.read_bytes()).decode("ascii")
                 added.append(extras.png(content, name=png.name))
     report.extras = [*getattr(report, "extras", []), *added]  # type: ignore[attr-defined]
+
+
+def _moved_word(settings: Settings) -> str:
+    """What a claim's numbers that moved from the snapshots are called: drift, or, in a seed
+    session, another experiment's (`ClaimOutcome.another_experiment`)."""
+    return "another experiment's number" if seed_variant_name(settings.seeds) else "drift"
 
 
 def _readings_table(
