@@ -201,7 +201,7 @@ def test_a_batch_is_led_by_a_seed_with_runs_left_to_train(tmp_path):
     batch kept the others': resumed, the first seed has nothing left to train, so another
     seed leads the batch (its runs trained alone and compared), and the rest still train
     together rather than one at a time."""
-    from claimlog.sweep.job import lead_of
+    from claimlog.sweep.job import lead_of, to_train
 
     store = Store(tmp_path / "runs")
     where = {"platform": "here"}
@@ -210,12 +210,16 @@ def test_a_batch_is_led_by_a_seed_with_runs_left_to_train(tmp_path):
         for seed in (1, 2, 3)
     ]
     names = ["plain", "batch norm"]
-    assert lead_of(batch, names, store, TOGETHER) == 0  # nothing kept: the first seed leads
+
+    def lead():
+        return lead_of(batch, to_train(batch, names, store, TOGETHER))
+
+    assert lead() == 0  # nothing kept: the first seed leads
     for name in names:
         store.put(batch[0].key(name), b"kept", {})
     store.put(batch[1].key("plain"), b"kept", {})
-    assert lead_of(batch, names, store, TOGETHER) == 2  # the seed with the most left to train
+    assert lead() == 2  # the seed with the most left to train
     for runs in batch[1:]:
         for name in names:
             store.put(runs.key(name), b"kept", {})
-    assert lead_of(batch, names, store, TOGETHER) is None  # every run kept: none to lead
+    assert lead() is None  # every run kept: none to lead

@@ -325,20 +325,29 @@ class Held:
         return "the same bits"
 
 
-def lead_of(
+def to_train(
     batch: Sequence[TrainedRuns], names: Sequence[str], store: Store, together: Together
+) -> list[tuple[TrainedRuns, str, object]]:
+    """The runs `names` of a batch's seeds left to train together, each with its shape: not
+    kept already, and of a shape (`Together.shape`; None: it trains alone)."""
+    return [
+        (runs, name, shape)
+        for runs in batch
+        for name in names
+        if (shape := together.shape(name, runs.recipe)) is not None
+        and not store.has(runs.key(name))
+    ]
+
+
+def lead_of(
+    batch: Sequence[TrainedRuns], todo: Sequence[tuple[TrainedRuns, str, object]]
 ) -> int | None:
     """Which seed of a batch leads it: the one whose runs its session trains alone, to be
     compared with their together training. The first seed, unless it has fewer runs left to
-    train together than another (a resumed sweep may find its runs kept, and nothing kept
-    of the others): then the seed with the most. None: no seed has one left."""
-    left = [
-        sum(
-            together.shape(name, runs.recipe) is not None and not store.has(runs.key(name))
-            for name in names
-        )
-        for runs in batch
-    ]
+    train together (`todo`, `to_train`) than another (a resumed sweep may find its runs
+    kept, and nothing kept of the others): then the seed with the most. None: no seed has
+    one left."""
+    left = [sum(r is runs for r, _, _ in todo) for runs in batch]
     most = max(left, default=0)
     return left.index(most) if most else None
 
@@ -416,18 +425,16 @@ def _train_together(
         )
         for v in variants
     ]
-    lead = lead_of(batch, names, store, together)
+    todo = to_train(batch, names, store, together)
+    lead = lead_of(batch, todo)
     if lead is None:
         return Held(why_not="nothing to train: every seed's runs were kept already")
     first = batch[lead]
     alone = [name for name in names if not store.has(first.key(name))]
     phases.note(alone_prior=sum(training.cost(name, first.recipe) for name in alone))
     shapes: dict[object, list[tuple[TrainedRuns, str]]] = {}
-    for runs in batch:
-        for name in names:
-            shape = together.shape(name, runs.recipe)
-            if shape is not None and not store.has(runs.key(name)):  # None: trains alone
-                shapes.setdefault(shape, []).append((runs, name))
+    for runs, name, shape in todo:
+        shapes.setdefault(shape, []).append((runs, name))
     held = Held(training, store, first, lead=lead, seeds=batch)
     # A workshop's `Together.train` written before it could be told its progress is not.
     takes_progress = "progress" in inspect.signature(together.train).parameters
