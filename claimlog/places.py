@@ -7,6 +7,7 @@
         runs/          one file per training run: its whole history
         figures/       one file per figure that plots anything but a history
       evidence/      the sweep's fragments and tables (fragility.*, robustness.*), the published log
+    docs/sweep.md, docs/platforms.md   pages with sections the sweep writes (where they exist)
       environment.json   the platform that recorded the snapshots
     obtained/        git-ignored: what a normal run computed (results.log, diagrams/), and
                      the update's undo journal (.update/)
@@ -19,6 +20,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+# The pages of the documentation the sweep writes sections of, relative to the root (a project
+# that lacks one gets none written).
+SWEEP_PAGE = "docs/sweep.md"
+PLATFORMS_PAGE = "docs/platforms.md"
 
 OBTAINED_GITIGNORE = "# Created by claimlog: what a normal run computed, never the record.\n*\n"
 
@@ -96,8 +102,22 @@ class Places:
     @property
     def record_folders(self) -> tuple[Path, ...]:
         """The folders of the record a claims session may write, and only under a completed
-        --snapshot-update (`claimlog.transaction`); with `environment`, the whole record."""
-        return (self.root / "captures", self.diagrams, self.text_snapshots, self.numbers)
+        --snapshot-update (`claimlog.transaction`), the sweep's evidence among them (an
+        update computes what of it is stale first); with `environment`, the whole record."""
+        return (
+            self.root / "captures",
+            self.diagrams,
+            self.text_snapshots,
+            self.numbers,
+            self.evidence,
+        )
+
+    @property
+    def generated_pages(self) -> tuple[Path, ...]:
+        """The pages of the documentation the sweep writes sections of, where the project
+        has them: an update that merges the evidence rewrites them inside its transaction."""
+        pages = (self.root / SWEEP_PAGE, self.root / PLATFORMS_PAGE)
+        return tuple(page for page in pages if page.is_file())
 
     @property
     def obtained(self) -> Path:

@@ -81,6 +81,11 @@ class Store:
     def has(self, key: str) -> bool:
         return all(p.exists() for p in self._paths(key))
 
+    def keys(self) -> list[str]:
+        """The key of every entry whose description is written (the entry's commit), in a
+        fixed order: sound or not, as `get` will tell."""
+        return sorted(p.stem for p in self.folder.glob("*.json")) if self.folder.is_dir() else []
+
     def get(self, key: str) -> Entry | Damaged | None:
         """The entry for `key`, None if there is none, or Damaged."""
         content_path, about_path = self._paths(key)

@@ -1,23 +1,24 @@
 """The record changes all at once or not at all: `--snapshot-update` as one transaction.
 
 The record is what the text cites and a reviewer diffs: `captures/`, `diagrams/`,
-`snapshots/text/`, `snapshots/numbers/` and `snapshots/environment.json` (the sweep's
-evidence is written by the sweep, never by a claims session). An update given the workshop's
-text (`--workshop DIR`) rewrites the quotes that moved, so those documents join the
-transaction too: the journal names them, wherever they are. Only a `--snapshot-update`
-that completes changes it: every claim passed, and the session was not interrupted. Both
-snapshot libraries write their files where they live, from whichever process ran the claim,
-so the update is guarded by an undo journal, as a database guards a transaction with a
-rollback journal:
+`snapshots/text/`, `snapshots/numbers/`, the sweep's evidence (`snapshots/evidence/`, which
+an update brings up to the checkout before its claims run) and `snapshots/environment.json`.
+Some documents join the transaction too, wherever they are: the journal names them. An update
+given the workshop's text (`--workshop DIR`) rewrites the quotes that moved, and one that
+merges the evidence rewrites the documentation's sections the sweep generates. Only a
+`--snapshot-update` that completes changes any of it: everything it judged passed (every
+claim, every citation), and the session was not interrupted. Both snapshot libraries write
+their files where they live, from whichever process ran the claim, so the update is guarded
+by an undo journal, as a database guards a transaction with a rollback journal:
 
-1. **begin**: copy the record (and the text's documents, under `before/text/`) into
+1. **begin**: copy the record (and the documents, under `before/text/`) into
    `obtained/.update/before/`, then write the journal (one atomic rename). From here on the
    tree may be half written.
 2. **commit**, after the session's last write: delete the journal (one atomic unlink, the
    commit point), then the copy.
 3. **recover**, before the next session reads anything: a journal left behind means an
    update died part way (SIGKILL, power). Every file of the record is put back as the copy
-   has it (each document of the text the journal names too), files the update added to the
+   has it (each document the journal names too), files the update added to the
    record are deleted, and only then is the journal deleted. A
    recovery killed in turn is redone by the next session: it is idempotent.
 
@@ -42,7 +43,7 @@ from filelock import FileLock, Timeout
 from claimlog.places import Places
 from claimlog.store import atomic_write, replacing, unfinished_writes
 
-# Under before/: the documents of the workshop's text, numbered as the journal names them.
+# Under before/: the documents of the transaction, numbered as the journal names them.
 TEXT = "text"
 
 
@@ -135,21 +136,22 @@ class Update:
             f"record is back ({restored} files restored, {removed} files it had added removed)"
         )
 
-    def begin(self, text: Sequence[Path] = ()) -> None:
-        """Keep a copy of the record, and of the documents of the workshop's `text` an update
-        may rewrite, then open the journal. Call it holding the lock."""
+    def begin(self, documents: Sequence[Path] = ()) -> None:
+        """Keep a copy of the record, and of the `documents` an update may rewrite beside it
+        (the workshop's text, the pages the sweep writes sections of), then open the journal.
+        Call it holding the lock."""
         shutil.rmtree(self.before, ignore_errors=True)
         staging = self.folder / "before.partial"
         shutil.rmtree(staging, ignore_errors=True)
-        documents = [str(document.resolve()) for document in text]
+        named = [str(document.resolve()) for document in documents]
         copies = [(p, staging / p.relative_to(self.places.root)) for p in record_files(self.places)]
-        copies += [(Path(d), staging / TEXT / str(n)) for n, d in enumerate(documents)]
+        copies += [(Path(d), staging / TEXT / str(n)) for n, d in enumerate(named)]
         for source, target in copies:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
         staging.mkdir(parents=True, exist_ok=True)
         staging.rename(self.before)
-        journal = {"began": time.time(), "pid": os.getpid(), "text": documents}
+        journal = {"began": time.time(), "pid": os.getpid(), "text": named}
         atomic_write(self.journal, json.dumps(journal))
         # Who holds the lock for a whole session, for a second session's refusal to name.
         atomic_write(self.holder, f"{os.getpid()} since {time.strftime('%H:%M:%S')}")
@@ -166,7 +168,7 @@ class Update:
         self.holder.unlink(missing_ok=True)
 
     def _text(self) -> list[Path]:
-        """The documents of the workshop's text the journal names, in its copy's order."""
+        """The documents the journal names, in its copy's order."""
         try:
             named = json.loads(self.journal.read_text()).get("text", [])
         except (OSError, ValueError):

@@ -18,9 +18,12 @@ from bnvg.workshop import DECLARATION
 from claimlog.evidence.fragility import Fragility, ReadingEvidence, Seen
 from claimlog.evidence.fragments import Fragment, FragmentStore, Variant
 from claimlog.evidence.keys import claim_keys
+from claimlog.evidence.record import ClaimResult, Record
 from claimlog.log.readings import Reading
 from claimlog.places import Places
 from claimlog.runner import scratch_copy
+from claimlog.store import Store
+from claimlog.sweep.job import Checkout
 
 ROOT = Path(__file__).resolve().parent.parent
 LOG = DECLARATION.log()
@@ -40,6 +43,7 @@ import json, sys
 from pathlib import Path
 from claimlog.declaration import declared_in
 from claimlog.evidence.keys import claim_keys
+from claimlog.evidence.record import ClaimResult, Record
 from claimlog.places import Places
 workshop = declared_in(Path(sys.argv[1]))
 print(json.dumps(claim_keys(Places(Path(sys.argv[1])), workshop)))
@@ -52,6 +56,7 @@ import json, sys
 from pathlib import Path
 from claimlog.declaration import declared_in
 from claimlog.evidence.keys import claim_keys
+from claimlog.evidence.record import ClaimResult, Record
 from claimlog.places import Places
 project = Path(sys.argv[1])
 workshop = declared_in(project)
@@ -220,6 +225,48 @@ def test_a_store_computes_only_the_stale_claims_and_keeps_the_rest(tmp_path):
     assert store.to_compute(written.platform_id, "init-seed-1") == []
     assert store.read(path).claims == {f"{A}[1]": "passed", B: "passed"}
     assert FragmentStore(tmp_path, {"claims/c.py::test_c": "k"}).stale() == [path]
+
+
+def test_an_updates_fragments_are_kept_in_the_cache_and_put_back_where_still_fresh(tmp_path):
+    """The record's folder is put back by an update that does not complete; what its sweep
+    computed is kept in pytest's cache, and the next update finds it there."""
+    record, cache = tmp_path / "fragments", Store(tmp_path / "cache")
+    FragmentStore(record, {A: "k1", B: "k2"}).write(fragment({A: "k1", B: "k2"}))
+    committed = {p: p.read_bytes() for p in record.rglob("*.json.gz")}
+    edited = {A: "k1", B: "k2 edited"}
+    update = FragmentStore(record, edited, kept=cache)
+    update.write(fragment({B: "k2 edited"}, claims={B: "passed"}))  # B's evidence, computed
+    for path, content in committed.items():  # rolled back: the record as committed
+        path.write_bytes(content)
+    again = FragmentStore(record, edited, kept=cache)
+    [path] = committed
+    assert again.to_compute(fragment({}).platform_id, "init-seed-1") == [B]
+    assert again.restore_kept() == [path]
+    assert again.to_compute(fragment({}).platform_id, "init-seed-1") == []
+    assert again.read(path).claims == {f"{A}[1]": "passed", B: "passed"}
+    assert again.restore_kept() == []  # nothing it holds is fresher now
+    # What the cache holds for other code (the edit undone) puts nothing back.
+    assert FragmentStore(record, {A: "k1", B: "k2 again"}, kept=cache).restore_kept() == []
+    # Nor does it add a fragment the record lacks: what the evidence covers is the sweep's.
+    path.unlink()
+    assert FragmentStore(record, edited, kept=cache).restore_kept() == []
+
+
+def test_a_job_refuses_numbers_computed_by_other_code_than_the_checkouts_naming_both():
+    checkout = Checkout({A: "k1", B: "k2"}, {"digest": "aaaa", "where": "/checkout/work"})
+    ran = {f"{A}[1]": ClaimResult("passed"), B: ClaimResult("failed")}
+    same = Record(0, ran, {}, {}, keys={A: "k1", B: "k2"})
+    checkout.check(same)  # the same keys: the checkout's code, wherever it lies
+    other = Record(0, ran, {}, {}, keys={A: "k1", B: "k0"}, code={"digest": "bbbb", "where": "/x"})
+    with pytest.raises(RuntimeError) as refused:
+        checkout.check(other)
+    assert str(refused.value).startswith(
+        "this job computed with other code than the checkout's: the workshop it imported (/x, "
+        "code digest bbbb) is not the checkout's (/checkout/work, code digest aaaa): the key of "
+        f"{B} differs"
+    )
+    # A claim the session did not run is not judged by its key.
+    checkout.check(Record(0, {f"{A}[1]": ClaimResult("passed")}, {}, {}, keys={A: "k1"}))
 
 
 def test_the_table_hides_the_readings_of_stale_claims_only():

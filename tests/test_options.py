@@ -48,6 +48,7 @@ def test_help_groups_every_option_of_bnvg_and_lists_its_ini_options(s5_project):
         "bnvg: how the numbers are compared:",
         "bnvg: where the numbers are computed:",
         "bnvg: other seeds (another experiment than the workshop's; the sweep's):",
+        "bnvg: the evidence, under an update:",  # the update's sweep, a plugin of its own
     ]
     for option in (
         "--results-log",
@@ -61,6 +62,8 @@ def test_help_groups_every_option_of_bnvg_and_lists_its_ini_options(s5_project):
         "--native-kernels",
         "--sampler-seed",
         "--init-seed",
+        "--no-sweep",
+        "--scheduler",
     ):
         assert f"  {option}" in said
     for name in INI_OPTIONS:

@@ -229,9 +229,12 @@ def test_an_update_in_which_a_claim_fails_records_nothing_and_says_why(project):
     assert record() == before
     update.stdout.fnmatch_lines(
         [
-            "the update did not complete: 1 claim failed (claims/test_s5_geometric_decay.py::"
-            "test_factor_per_layer_compounds_over_4_and_10_layers[[]0.5[]]), and the record holds "
-            "only what every claim verified: nothing of it was kept*",
+            "*- the update did not complete -*",
+            "nothing of it was written: the record (captures/, diagrams/, snapshots/, the "
+            "evidence) and the text are as committed",
+            "1 of what it judged failed: fix it *, then run the same command again:",
+            "  claims/test_s5_geometric_decay.py::"
+            "test_factor_per_layer_compounds_over_4_and_10_layers[[]0.5[]]: assert 0.5 != 0.5",
         ]
     )
 

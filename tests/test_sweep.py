@@ -4,6 +4,7 @@ Each test sweeps a scratch copy of the project over a few claims (`--select`), s
 seconds; the machinery is the one the full sweep runs.
 """
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -67,13 +68,14 @@ finally:
 """
 
 
-def sweep(folder, *args, env=None, check=True):
+def sweep(folder, *args, env=None, check=True, cwd=None):
     done = subprocess.run(
         [sys.executable, "-c", SWEEP_SAYING_TORCH, "--project", str(folder), *args],
         capture_output=True,
         text=True,
         timeout=900,
         env=environment(env),
+        cwd=cwd,
     )
     if check:
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -294,11 +296,12 @@ def test_a_capped_platform_keeps_every_fragment_of_the_higher_capability(swept, 
     assert before <= {p.relative_to(fragments) for p in fragments.rglob("*.json.gz")}
 
 
-@pytest.fixture
-def loopback_cluster(tmp_path):
-    """A Dask scheduler and two workers on loopback, one of them on scalar CPU kernels."""
+@contextlib.contextmanager
+def cluster_on_loopback(folder, workers):
+    """A Dask scheduler on loopback and a worker process per name of `workers`, each started
+    with the variables given for it (its scalar kernels, the code it imports); its address."""
     dask = Path(sys.executable).parent / "dask"
-    file = tmp_path / "scheduler.json"
+    file = folder / "scheduler.json"
     common = ["--no-dashboard"]
     procs = [
         subprocess.Popen(
@@ -318,39 +321,49 @@ def loopback_cluster(tmp_path):
             env=environment(),
         )
     ]
-    deadline = time.monotonic() + 60
-    while not file.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    for name, extra in (("native", {}), ("scalar", {"ATEN_CPU_CAPABILITY": "default"})):
-        procs.append(
-            subprocess.Popen(
-                [
-                    str(dask),
-                    "worker",
-                    "--scheduler-file",
-                    str(file),
-                    "--nthreads",
-                    "1",
-                    "--name",
-                    name,
-                    # No nanny process to restart a worker that died: a test's workers live
-                    # as long as the test, and a dead one is a failure to see.
-                    "--no-nanny",
-                    *common,
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env=environment(extra),
+    try:
+        deadline = time.monotonic() + 60
+        while not file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for name, extra in workers.items():
+            procs.append(
+                subprocess.Popen(
+                    [
+                        str(dask),
+                        "worker",
+                        "--scheduler-file",
+                        str(file),
+                        "--nthreads",
+                        "1",
+                        "--name",
+                        name,
+                        # No nanny process to restart a worker that died: a test's workers
+                        # live as long as the test, and a dead one is a failure to see.
+                        "--no-nanny",
+                        *common,
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    env=environment(extra),
+                )
             )
-        )
-    from distributed import Client
+        from distributed import Client
 
-    with Client(scheduler_file=str(file)) as client:
-        client.wait_for_workers(2, timeout=120)
-    yield json.loads(file.read_text())["address"]
-    for proc in reversed(procs):
-        proc.terminate()
-        proc.wait(timeout=30)
+        with Client(scheduler_file=str(file)) as client:
+            client.wait_for_workers(len(workers), timeout=120)
+        yield json.loads(file.read_text())["address"]
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+@pytest.fixture
+def loopback_cluster(tmp_path):
+    """A Dask scheduler and two workers on loopback, one of them on scalar CPU kernels."""
+    workers = {"native": {}, "scalar": {"ATEN_CPU_CAPABILITY": "default"}}
+    with cluster_on_loopback(tmp_path, workers) as address:
+        yield address
 
 
 def test_a_sweep_on_a_loopback_cluster_counts_each_workers_platform(loopback_cluster, tmp_path):
@@ -364,6 +377,42 @@ def test_a_sweep_on_a_loopback_cluster_counts_each_workers_platform(loopback_clu
     assert any("-aten-default-mkl-compatible-" in v for v in table["variants"])
     report = (folder / "snapshots/evidence/fragility.md").read_text()
     assert all(p in report for p in platforms)
+
+
+def test_a_job_that_computes_with_another_checkouts_code_fails_naming_both(tmp_path):
+    """A worker computes with the workshop installed beside it: here another checkout's, of
+    the code before an edit (as a remote worker's older release would be). Each job fails,
+    naming both codes, and no fragment is written: numbers of other code never stand under
+    this checkout's keys."""
+    checkout, elsewhere = project(tmp_path / "checkout"), tmp_path / "elsewhere"
+    for code in (checkout, elsewhere):
+        shutil.copytree(ROOT / "bnvg", code / "bnvg", ignore=shutil.ignore_patterns("__pycache__"))
+    config = checkout / "bnvg" / "experiment" / "config.py"
+    config.write_text(
+        config.read_text().replace(
+            "CHECK_LOGIT, CHECK_LABEL = 2.0,", "CHECK_LOGIT, CHECK_LABEL = 2.5,"
+        )
+    )
+    workers = {"elsewhere": {"PYTHONPATH": str(elsewhere)}}
+    with cluster_on_loopback(tmp_path, workers) as address:
+        said = sweep(
+            checkout,
+            *("--scheduler", address, "--seeds", "0", "--no-kernels", "--select", "s2_"),
+            env={"PYTHONPATH": str(checkout)},
+            check=False,
+            cwd=checkout,  # as an author runs it: in the checkout, whose code it imports
+        )
+    failed = re.findall(r"\[\d/3\] (\S+) FAILED: RuntimeError: (.*)", said)
+    assert sorted(name for name, _ in failed) == ["mkl-auto", "native", "workshop"], said
+    for _, why in failed:
+        assert re.search(
+            rf"the workshop it imported \({elsewhere}/bnvg, code digest (\w+)\) is not the "
+            rf"checkout's \({checkout}/bnvg, code digest (?!\1)\w+\): the key of ",
+            why,
+        ), why
+        assert "claims/test_s2_sigmoid_and_loss.py::test_autograd_gradient_of" in why
+    assert "3 jobs failed (" in said and "the tables were not written" in said
+    assert not list((checkout / "snapshots/evidence").rglob("*.json.gz"))
 
 
 @pytest.mark.parametrize("hash_seed", ["1", "2"])

@@ -31,7 +31,7 @@ from claimlog.evidence.fragility import SeedWords
 from claimlog.evidence.record import Record
 from claimlog.log.readings import Reading
 from claimlog.platform import Platform
-from claimlog.store import replacing
+from claimlog.store import Entry, Store, digest, replacing
 
 # 4: a key per claim, the owner of each reading and the checkers of each table (3 named one
 # fingerprint of the whole experiment: no part of it can be told fresh, so it is stale)
@@ -260,11 +260,17 @@ def from_record(variant: Variant, record: Record, keys: Mapping[str, str]) -> Fr
 
 class FragmentStore:
     """The fragments under one folder: <folder>/<platform id>/<variant name>.json.gz, read as
-    evidence for the claims keyed `current` (`claim_keys`): of each, only its fresh part."""
+    evidence for the claims keyed `current` (`claim_keys`): of each, only its fresh part.
 
-    def __init__(self, folder: Path, current: Mapping[str, str]) -> None:
+    Given `kept` (a store in pytest's cache), every fragment written is also kept there, and
+    `restore_kept` puts back what it holds that the folder lacks: the folder is the record,
+    which an update that does not complete puts back as it was, and what that update's sweep
+    computed is not computed again by the next."""
+
+    def __init__(self, folder: Path, current: Mapping[str, str], kept: Store | None = None) -> None:
         self.folder = folder
         self.current = dict(current)
+        self.kept = kept
 
     def path(self, platform: str, variant: str) -> Path:
         return self.folder / platform / f"{variant}{SUFFIX}"
@@ -279,12 +285,44 @@ class FragmentStore:
     def write(self, fragment: Fragment) -> Path:
         """Put a session's fragment in, over the earlier one's fresh part (a session of the
         stale claims alone adds to what stayed fresh)."""
-        path = self.path(fragment.platform_id, fragment.variant.name)
+        platform, variant = fragment.platform_id, fragment.variant.name
+        path = self.path(platform, variant)
         if path.exists():
             fragment = self.read(path).fresh(self.current).updated(fragment)
+        encoded = fragment.encode()
         with replacing(path) as tmp:
-            tmp.write_bytes(fragment.encode())
+            tmp.write_bytes(encoded)
+        if self.kept is not None:
+            key = _kept_key(platform, variant)
+            with self.kept.lock(key):
+                self.kept.put(key, encoded, {"platform": platform, "variant": variant})
         return path
+
+    def restore_kept(self) -> list[Path]:
+        """Bring each fragment of the folder up to what `kept` holds of it: the claims it
+        holds stale there and fresh here (an earlier update's sweep computed them, and that
+        update did not complete). A fragment the folder lacks is not added: what the evidence
+        covers is the sweep's to decide. Returns the fragments brought up to date."""
+        restored = []
+        for key in self.kept.keys() if self.kept is not None else []:
+            assert self.kept is not None
+            entry = self.kept.get(key)
+            if not isinstance(entry, Entry):
+                continue  # damaged: computed again, as if never kept
+            platform, variant = str(entry.about["platform"]), str(entry.about["variant"])
+            path = self.path(platform, variant)
+            if not path.exists():
+                continue
+            try:
+                fresh = Fragment.from_json(json.loads(gzip.decompress(entry.content))).fresh(
+                    self.current
+                )
+            except (ValueError, KeyError, TypeError, EOFError, OSError):
+                continue
+            if set(fresh.keys) & set(self.to_compute(platform, variant)):
+                self.write(fresh)
+                restored.append(path)
+        return restored
 
     def read(self, path: Path) -> Fragment:
         try:
@@ -339,3 +377,9 @@ class FragmentStore:
             for claim in self.read(path).outdated(self.current):
                 count[claim] = count.get(claim, 0) + 1
         return dict(sorted(count.items()))
+
+
+def _kept_key(platform: str, variant: str) -> str:
+    """The key a fragment is kept under in pytest's cache: one entry per platform and
+    variant, the latest written."""
+    return digest("fragment", platform, variant)

@@ -23,6 +23,7 @@ import ast
 import importlib.util
 import inspect
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from functools import cache
@@ -93,6 +94,17 @@ def claim_keys(places: Places, workshop: Declaration, kept: Store | None = None)
     )
     assert found is not None  # waiting for the lock always gives the keys
     return found
+
+
+def code_of(workshop: Declaration) -> dict[str, str]:
+    """The code a workshop computes with, as this process imported it: the digest of its
+    `computing` and `quoting` files (by name and content), and the folder they lie in. Two
+    checkouts of one commit give one digest; a sweep's job that imported another checkout's
+    code names both."""
+    files = python_files((*workshop.computing, *workshop.quoting))
+    folders = [str(root if root.is_dir() else root.parent) for root in workshop.computing]
+    where = os.path.commonpath(folders) if folders else "nowhere"
+    return {"digest": source_digest(files)[:16], "where": where}
 
 
 def _training_code(training: Callable[[], Any] | None) -> tuple[tuple[Path, str], ...]:

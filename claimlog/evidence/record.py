@@ -49,6 +49,10 @@ class Record:
     options: Mapping[str, Any] = field(default_factory=dict)
     log: Mapping[str, Any] = field(default_factory=dict)
     citations: Mapping[str, ClaimResult] = field(default_factory=dict)  # --workshop's checks
+    # Which code computed it: each claim's key (`claimlog.evidence.keys.claim_keys`) as this
+    # session found it in the code it imported, and that code's digest and folder.
+    keys: Mapping[str, str] = field(default_factory=dict)
+    code: Mapping[str, str] = field(default_factory=dict)
 
     def _names(self, what: str, kind: str) -> tuple[str, ...]:
         return tuple(dict.fromkeys(e.name for e in self.events if (e.what, e.kind) == (what, kind)))
@@ -80,6 +84,8 @@ class Record:
             "citations": {nodeid: asdict(c) for nodeid, c in self.citations.items()},
             "readings": {name: r.to_json() for name, r in self.readings.items()},
             "tables": {name: t.to_json() for name, t in self.tables.items()},
+            "keys": dict(self.keys),
+            "code": dict(self.code),
         }
 
     @classmethod
@@ -97,6 +103,8 @@ class Record:
             standing=data.get("standing", {}),
             options=data["options"],
             log=data["log"],
+            keys=data.get("keys", {}),
+            code=data.get("code", {}),
         )
 
     def save(self, path: Path) -> None:

@@ -125,6 +125,7 @@ class Difference:
 
 
 NO_EVIDENCE = "no fresh evidence of it"
+RECIPE = "a setting of the recipe"  # a moved reading the recipe fills: no platform computes it
 
 
 def status_of(evidence: ReadingEvidence | None) -> str:
@@ -235,22 +236,18 @@ def moved_readings(
     return out
 
 
-def moved_in_the_recipe(
-    recorded: Mapping[str, Reading],
-    now: Mapping[int, LogLine],
-    fragility: Fragility,
-) -> list[Moved]:
+def moved_in_the_recipe(recorded: Mapping[str, Reading], now: Mapping[int, LogLine]) -> list[Moved]:
     """The readings of the lines the layout fills from the recipe itself (a section's steps,
     learning rate and batch: no claim owns them, so no snapshot stores them) that print
-    otherwise than the record printed them (`recorded`, read back as the published log is)."""
+    otherwise than the record printed them (`recorded`, read back as the published log is):
+    settings, which no platform computes (`RECIPE`)."""
     out = []
     for number, line in now.items():
         for reading in line.readings:
             before = recorded.get(reading.name)
             if before is None or before.value is None or before.printed == reading.printed:
                 continue
-            status = status_of(fragility.reading(reading.name))
-            out.append(Moved(reading, before.as_float(), number, status))
+            out.append(Moved(reading, before.as_float(), number, RECIPE))
     return out
 
 

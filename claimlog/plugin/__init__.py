@@ -335,9 +335,9 @@ def pytest_testnodedown(node: Any, error: object) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """On the controller, after every other plugin wrote its files (syrupy's included): the
-    session's files are written, then the update is put into place, or rolled back if the
-    session was interrupted, a claim failed or a computation was refused as not
-    deterministic (nothing it computed is a record). An xdist worker ships what it found
+    session's files are written, then the update is put into place, or rolled back if
+    anything it judged failed, the session was interrupted or a computation was refused as
+    not deterministic (nothing it computed is a record). An xdist worker ships what it found
     (the controller imports no torch)."""
     claims = _session(session.config)
     if claims is None or not claims.configured:
@@ -345,10 +345,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     controller = _controller(session.config)
     if controller is not None:
         controller.finish(session)
-        completed = not controller.rolls_back(session)
-        said = claims.end_update(completed, controller.failed_claims())
-        if said:
-            controller.summary.append(said)
+        if claims.transaction is not None:
+            controller.completed = not controller.rolls_back(session)
+            claims.end_update(controller.completed)
     if hasattr(session.config, "workerinput"):
         session.config.workeroutput.update(claims.worker_output())  # type: ignore[attr-defined]
 

@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from claimlog.evidence.fragments import seed_variant_name
+from claimlog.evidence.keys import code_of
 from claimlog.evidence.record import ClaimResult, Record
 from claimlog.evidence.tables import Table
 from claimlog.evidence.verdicts import Moved, moved_in_the_recipe
@@ -170,6 +171,7 @@ class Controller:
         self.obtained: list[str] = []  # how this run's log and figures compare with the record
         self.text: list[str] = []  # with --workshop: what this session did to the text
         self.rewritten: list[str] = []  # under an update: its rewrites and the quotes left
+        self.completed: bool | None = None  # under an update: whether it was written, at its end
         self._recipe: list[Moved] | None = None  # the recipe's own readings that moved
         # Other seeds than the workshop's (--sampler-seed 3): every claim is of another experiment.
         self.another_experiment = seed_variant_name(self.settings.seeds) is not None
@@ -214,18 +216,25 @@ class Controller:
         return {k: v for k, v in self.claims.items() if not v.citation}
 
     def failed_claims(self) -> list[str]:
-        """The claims (not the text's citations) that failed: an update with any records
-        nothing (`claimlog.plugin.session.ClaimSession.end_update`)."""
+        """The claims (not the text's citations) that failed."""
         return sorted(k for k, v in self.claim_outcomes.items() if v.failed)
 
+    def failed(self) -> list[str]:
+        """Everything this session judged that failed, claims and the text's citations
+        alike, each with why in one line (a citation's names where it stands)."""
+        return [
+            v.why if v.citation else f"{k}: {v.why}"
+            for k, v in sorted(self.claims.items())
+            if v.failed
+        ]
+
     def rolls_back(self, session: pytest.Session) -> bool:
-        """Whether this session's update, if it is one, is rolled back at its end: it was
-        interrupted, a claim failed, or a computation was refused as not deterministic."""
-        stopped = session.exitstatus in (
-            pytest.ExitCode.INTERRUPTED,
-            pytest.ExitCode.INTERNAL_ERROR,
-        )
-        return stopped or bool(self.failed_claims()) or bool(self.session.refused)
+        """Whether this session's update, if it is one, is rolled back at its end: anything
+        it judged failed (a claim, a citation of the text, a notebook that would not run, the
+        evidence it could not compute), it was interrupted, or a computation was refused as
+        not deterministic. An update is all or nothing."""
+        unfinished = session.exitstatus != pytest.ExitCode.OK
+        return unfinished or bool(self.failed()) or bool(self.session.refused)
 
     def assemble(self) -> LogAssembly:
         """The log as this session has verified it so far."""
@@ -310,7 +319,10 @@ class Controller:
         self.rewritten = text_rewrites.describe_rewrites(rewrites, left, written)
         if self.settings.update and not rolls_back:
             self.rewritten += self._refresh_outputs(session)
-        return self.rewritten + text_rewrites.describe_uncited(self.session.uncited)
+        uncited = text_rewrites.describe_uncited(self.session.uncited)
+        # An update that does not complete says what it would write with what failed, in
+        # one place (`claimlog.plugin.summary`), and here only what cites no line.
+        return uncited if self.settings.update and rolls_back else self.rewritten + uncited
 
     def _refresh_outputs(self, session: pytest.Session) -> list[str]:
         """Under an update, once the record is written and the quotes rewritten: execute each
@@ -432,6 +444,8 @@ class Controller:
                 "summary": self.summary[0] if self.summary else "",
                 "complete": bool(self.log and self.log.complete),
             },
+            keys=dict(s.keys),
+            code=code_of(self.session.workshop),
         )
 
     def _drawn(self) -> list[str]:
@@ -473,9 +487,8 @@ class Controller:
                     recorded = self.session.log.read_published(record)
                 except PublishedLogError:
                     return []  # another layout: its lines are not these lines
-                table = self.session.fragility()
                 fixed = self.session.log.fixed_lines()
-                self._recipe = moved_in_the_recipe(recorded, fixed, table)
+                self._recipe = moved_in_the_recipe(recorded, fixed)
         return self._recipe
 
 

@@ -85,6 +85,7 @@ class ClaimOutcome:
     rewrites: list[Rewrite] = field(default_factory=list)  # a citation's, under an update
     left: list[Left] = field(default_factory=list)  # its quotes an update left, and why
     sentence: str = ""
+    why: str = ""  # a failure's reason, in one line: what pytest's report calls its crash
     failed: bool = False
     passed: bool = False
     skipped: bool = False
@@ -119,6 +120,7 @@ class ClaimOutcome:
             self._take(name, value)
         if report.failed:
             self.failed = True
+            self.why = self.why or _why(report)
         elif report.skipped:
             self.skipped = True
         elif report.when == "call" and report.passed:
@@ -158,6 +160,15 @@ class ClaimOutcome:
             _once(self.rewrites, Rewrite.from_json(value))
         elif name == LEFT:
             _once(self.left, Left.from_json(value))
+
+
+def _why(report: pytest.TestReport) -> str:
+    """Why a report failed, in one line: its crash's message (an assertion's own message,
+    without pytest's rewriting of it), or the first line of what it says."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    said = str(getattr(crash, "message", "") or report.longreprtext or "failed")
+    lines = [line.strip() for line in said.splitlines() if line.strip()]
+    return lines[0].removeprefix("AssertionError: ") if lines else "failed"
 
 
 def _once(items: list[Any], item: object) -> None:

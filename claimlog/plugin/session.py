@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -303,6 +303,11 @@ class ClaimSession:
             self._fresh = self.committed_fragility().fresh(self.settings.keys)
         return self._fresh
 
+    def evidence_changed(self) -> None:
+        """The sweep's evidence was written anew (an update brought it up to the checkout):
+        what this process read of it, and where its platform stood, is read again."""
+        self._fragility = self._fresh = self._standing = None
+
     def stale_claims(self) -> list[str]:
         """The claims whose evidence in the committed table is of another key than this
         checkout's: their code, or what they compute, changed since the sweep."""
@@ -358,36 +363,25 @@ class ClaimSession:
 
     def _begin_update(self, s: Settings) -> None:
         """An update holds the lock for its whole session, and keeps the copy of the record
-        (and of the workshop's text it may rewrite) that undoes it if it never completes."""
+        (and of the documents it may rewrite: the workshop's text, the pages the sweep writes
+        sections of) that undoes it if it never completes."""
         transaction = _locked(s.places)
         text = s.workshop_text
-        transaction.begin(text_files(text) if text is not None else ())
+        documents = [*(text_files(text) if text is not None else ()), *s.places.generated_pages]
+        transaction.begin(documents)
         self.transaction = transaction
 
-    def end_update(self, completed: bool, failed: Sequence[str] = ()) -> str | None:
-        """Commit the session's update (`completed`) or roll it back; say what happened to
-        an update that did not complete (`failed`: the claims that failed in it). Nothing to
-        do outside an update, or a second time."""
+    def end_update(self, completed: bool) -> None:
+        """Commit the session's update (`completed`) or roll it back; nothing to do outside
+        an update, or a second time. The summary says which, and why."""
         transaction, self.transaction = self.transaction, None
         if transaction is None:
-            return None
+            return
         try:
             if completed:
                 transaction.commit()
-                return None
-            transaction.rollback()
-            kept = (
-                "nothing of it was kept, the record (captures/, diagrams/, snapshots/) and the "
-                "text are as committed"
-            )
-            if not failed:
-                return f"the update did not complete: {kept}"
-            claims = f"{len(failed)} claim{'s' if len(failed) > 1 else ''} failed"
-            return (
-                f"the update did not complete: {claims} ({', '.join(failed)}), and the record "
-                f"holds only what every claim verified: {kept}. Fix what failed (the claim, or "
-                "the recipe) and update again; what it computed is above"
-            )
+            else:
+                transaction.rollback()
         finally:
             transaction.release()
 

@@ -79,7 +79,8 @@ def header_line(session: ClaimSession) -> str:
         n = len(session.committed_fragility().stale_readings(s.keys))
         evidence = (
             f"the evidence of {len(stale)} claim{'s' if len(stale) != 1 else ''} ({n} "
-            f"readings) is stale: {sweep} computes only them"
+            "readings) is stale" + ("" if s.update else f": {sweep} computes only them")
+            # An update says in a line of its own whether it computes it first.
         )
     elif session.committed_fragility() is EMPTY:
         evidence = f"no evidence yet ({sweep})"
@@ -163,6 +164,35 @@ def summarize(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
             "what the cited line prints (snapshots/evidence/robustness.md has every claim).",
         ]
     _section(terminalreporter, "how the cited lessons hold over other seeds", notes)
+    _say_update(c, terminalreporter)
+
+
+def _say_update(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
+    """An update that did not complete, in one place: that it wrote nothing, everything it
+    judged that failed (each claim and citation, with why), and what it would write once
+    they pass: the quotes it would rewrite, those it would leave on purpose."""
+    if c.completed is not False:
+        return
+    lines = [
+        "nothing of it was written: the record (captures/, diagrams/, snapshots/, the "
+        "evidence) and the text are as committed"
+    ]
+    failed = c.failed()
+    if failed:
+        n = len(failed)
+        lines.append(
+            f"{n} of what it judged failed: fix {'it' if n == 1 else 'each'} (the sentence, "
+            "the text or the recipe), then run the same command again:"
+        )
+        lines += [f"  {why}" for why in failed]
+    for refused in c.session.refused:
+        lines.append(f"  {refused}")
+    if not failed and not c.session.refused:
+        lines.append("the session stopped before its end (above): run the same command again")
+    if c.rewritten:
+        lines.append("what it would write once everything passes:")
+        lines += [f"  {line}" for line in c.rewritten]
+    _section(terminalreporter, "the update did not complete", lines)
 
 
 def _section(terminalreporter: pytest.TerminalReporter, title: str, lines: list[str]) -> None:
@@ -205,7 +235,9 @@ def _moved_heading(c: Controller) -> str:
     """What the numbers that moved are: the new record, another seed's, or this run's."""
     s = c.settings
     seeds = seed_variant_name(s.seeds)
-    if s.update and not c.failed_claims():
+    if s.update and c.completed is False:
+        return "computed by this update, and not recorded: it did not complete (below)"
+    if s.update:
         if s.workshop_text is not None:
             return "recorded in the snapshots now: the text's quotes of them are rewritten below"
         return (

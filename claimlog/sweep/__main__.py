@@ -20,9 +20,6 @@ claims changed verdict since the committed tables.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
-import logging
 import os
 import sys
 from pathlib import Path
@@ -115,17 +112,12 @@ def main(
 
 
 def sweep(args: argparse.Namespace, workshop: Declaration) -> int:
-    import dask
-    from distributed import Client, LocalCluster
-
     from claimlog.evidence.fragments import FragmentStore
     from claimlog.evidence.keys import claim_keys
-    from claimlog.kernels import reference_kernels
     from claimlog.places import Places
     from claimlog.runner import selected
     from claimlog.store import unfinished_writes
     from claimlog.sweep import cluster, merge, report
-    from claimlog.sweep.job import pack
 
     places = Places(args.project.resolve())
     keys = claim_keys(places, workshop)
@@ -139,98 +131,31 @@ def sweep(args: argparse.Namespace, workshop: Declaration) -> int:
     for line in report.stale_evidence(store.stale_claims(), len(store.paths())):
         print(line)
     if not args.merge_only:
-        kernels = sorted(reference_kernels(places.environment))
-        # Only the platforms of the variants the plan runs are measured.
-        varied = cluster.varies_one_setting(not args.no_kernels, args.here, args.release)
-        with contextlib.ExitStack() as running:
-            if args.scheduler:
-                client = running.enter_context(Client(args.scheduler))
-                machines = cluster.worker_machines(client, kernels, varied)
-                cache_dir = None  # each worker keeps its own cache (`job.worker_cache`)
-            else:
-                cache = places.root / ".pytest_cache"  # resumes reuse trained runs
-                machines = {cluster.HERE: cluster.machine_here(cache, kernels, varied)}
-                cache_dir = str(cache)
-            jobs, total = cluster.plan(
-                machines,
-                store,
-                args.seeds,
-                workshop.seed_axes(),
-                kernels=not args.no_kernels,
-                here_only=args.here,
-                release_only=args.release,
-            )
-            failed: list[str] = []
-            if not jobs:
-                print(cluster.nothing_to_compute(total))
-            else:
-                if not args.scheduler:  # a cluster on this machine, only for jobs to run
-                    # Its workers start under the reference kernels, as a claims session
-                    # would set them: numpy reads its cap once, at import, and a worker
-                    # imports numpy before any job runs. So a job under the reference kernels
-                    # runs in the worker itself (`claimlog.sweep.job`).
-                    running.enter_context(dask.config.set(cluster.reference_environment()))
-                    local = running.enter_context(
-                        LocalCluster(
-                            # No more workers than jobs: each starts a Python that
-                            # imports torch, for nothing if no job is left for it.
-                            n_workers=min(args.workers, len(jobs)),
-                            threads_per_worker=1,
-                            processes=True,
-                            dashboard_address=None,
-                            silence_logs=logging.ERROR,
-                        )
-                    )
-                    client = running.enter_context(Client(local))
-                project = pack(places.root)
-                failed = cluster.run(
-                    client,
-                    jobs,
-                    total,
-                    project,
-                    store,
-                    args.select,
-                    cache_dir,
-                    together=not args.one_at_a_time,
-                )
+        options = cluster.Sweep(
+            seeds=args.seeds,
+            scheduler=args.scheduler,
+            workers=args.workers,
+            select=args.select,
+            together=not args.one_at_a_time,
+            kernels=not args.no_kernels,
+            here_only=args.here,
+            release_only=args.release,
+        )
+        failed = cluster.compute(places, workshop, store, options)
         if failed:
             print(f"{len(failed)} jobs failed ({', '.join(failed)}); the tables were not written")
             return 1
-        # A fragment with nothing fresh that this sweep could not compute again (another
-        # machine's, another torch's) is no evidence for any claim: it goes, rather than wait
-        # to mislead. One with fresh parts keeps them.
-        for path in everything.stale():
-            path.unlink()
-            print(f"deleted a stale fragment: {path.relative_to(places.root)}")
-            if not any(path.parent.iterdir()):
-                path.parent.rmdir()
+        for line in merge.retire_stale(places, everything):
+            print(line)
     elif stale:
         print(f"merging without the {len(stale)} stale fragments")
-    before = _load(places.robustness_json)
-    merged = merge.merge_folder(places, workshop)
-    pages = merge.write(merged, places, workshop)
-    wrote = [places.fragility_json, places.robustness_json]
-    print(
-        "wrote "
-        + " and ".join(str(p.relative_to(places.root)) for p in wrote)
-        + ", their .md"
-        + (", and the generated sections of docs/" if pages else "")
-    )
-    changes = report.changed(before, merged.robustness, workshop) if before else []
-    print(
-        "claims whose verdict over seeds changed since the committed table:"
-        + ("" if changes else " none")
-    )
-    for line in changes:
-        print(f"  {line}")
-    return 0
-
-
-def _load(path: Path) -> dict:  # type: ignore[type-arg]
     try:
-        return dict(json.loads(path.read_text()))
-    except (OSError, ValueError):
-        return {}
+        for line in merge.merge_and_write(places, workshop):
+            print(line)
+    except ValueError as error:  # no fresh fragment of the reference, say
+        print(f"the tables were not written: {error}")
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

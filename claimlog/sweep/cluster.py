@@ -13,6 +13,8 @@ prints progress: jobs done of all, those running, and an estimate of the time le
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import time
 import uuid
@@ -21,11 +23,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from distributed import Client, as_completed
+import dask
+from distributed import Client, LocalCluster, as_completed
 
+from claimlog.declaration import Declaration
 from claimlog.evidence.fragments import Fragment, FragmentStore, Variant
-from claimlog.kernels import fingerprint_under
+from claimlog.evidence.keys import code_of
+from claimlog.kernels import fingerprint_under, reference_kernels
 from claimlog.machine import TORCH_FACTS_FOLDER
+from claimlog.places import Places
 from claimlog.platform import (
     NOT_SET,
     TORCH_REFERENCE,
@@ -33,7 +39,7 @@ from claimlog.platform import (
     Platform,
     apply,
 )
-from claimlog.sweep.job import run_batch, run_variant, worker_cache
+from claimlog.sweep.job import Checkout, pack, run_batch, run_variant, worker_cache
 from claimlog.sweep.progress import PROGRESS, Estimate
 from claimlog.sweep.variants import (
     ATEN_AVX512,
@@ -172,6 +178,7 @@ def plan(
     kernels: bool = True,
     here_only: bool = False,
     release_only: bool = False,
+    stale_only: bool = False,
 ) -> tuple[list[Job], int]:
     """(the jobs still to run, how many the whole sweep has). `here_only` (`--here`): only
     each machine's own platforms, the workshop under the reference kernels (with whatever
@@ -179,7 +186,8 @@ def plan(
     (`--release`): only the first, the workshop under the reference kernels: a torch
     release's fragment, computed by the torch the workers run. `machines`: each worker's
     address and machine, or `{HERE: machine_here()}`. `seeds`: how many of each seed axis of the
-    workshop's (`axes`)."""
+    workshop's (`axes`). `stale_only`: only the jobs whose fragment the store holds, stale
+    (what an update computes: it adds no platform or seed the evidence lacks)."""
 
     def on(addresses: Sequence[str]) -> tuple[str, ...] | None:
         return None if HERE in machines else tuple(addresses)
@@ -215,11 +223,101 @@ def plan(
         wanted += [(Job(v, on(first)), reference) for v in seed_variants(axes, seeds)]
     todo = []
     for job, pid in wanted:
+        if stale_only and not store.path(pid, job.variant.name).exists():
+            continue
         stale = store.to_compute(pid, job.variant.name)
         if stale:
             every = len(stale) == len(store.current)
             todo.append(replace(job, claims=None if every else tuple(stale)))
     return todo, len(wanted)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What one sweep computes, and where: the options of `python -m claimlog.sweep`, and of
+    the sweep an update runs first (`claimlog.sweep.plugin`)."""
+
+    seeds: int  # per seed axis
+    scheduler: str | None = None  # a running Dask cluster's address; None: start one here
+    workers: int = 1  # the local cluster's
+    select: str | None = None  # only the claims this -k expression picks
+    together: bool = True  # seeds in batches, trained together (`run_batch`)
+    kernels: bool = True  # the variants that change one setting of the reference
+    here_only: bool = False  # --here: this machine's own platforms
+    release_only: bool = False  # --release: the torch installed here
+    # Only what the evidence holds and is stale: no platform or seed it lacks is added (an
+    # update brings the record up to the checkout; adding to it is the sweep's own job).
+    stale_only: bool = False
+    cache: Path | None = None  # the project's pytest cache (default: its .pytest_cache)
+
+
+def compute(
+    places: Places,
+    workshop: Declaration,
+    store: FragmentStore,
+    sweep: Sweep,
+    say: Callable[[str], None] = print,
+) -> list[str]:
+    """Compute the fragments `store` lacks, or holds stale, on the embedded local cluster (one
+    worker per core, started only if there is a job to run) or on `sweep.scheduler`'s;
+    write each into `store` as it arrives, and say how it goes. Returns the names of the
+    jobs that failed."""
+    kernels = sorted(reference_kernels(places.environment))
+    # Only the platforms of the variants the plan runs are measured.
+    varied = varies_one_setting(sweep.kernels, sweep.here_only, sweep.release_only)
+    with contextlib.ExitStack() as running:
+        if sweep.scheduler:
+            client = running.enter_context(Client(sweep.scheduler))
+            machines = worker_machines(client, kernels, varied)
+            cache_dir = None  # each worker keeps its own cache (`job.worker_cache`)
+        else:
+            cache = sweep.cache or places.root / ".pytest_cache"  # resumes reuse trained runs
+            machines = {HERE: machine_here(cache, kernels, varied)}
+            cache_dir = str(cache)
+        jobs, total = plan(
+            machines,
+            store,
+            sweep.seeds,
+            workshop.seed_axes(),
+            kernels=sweep.kernels,
+            here_only=sweep.here_only,
+            release_only=sweep.release_only,
+            stale_only=sweep.stale_only,
+        )
+        if not jobs:
+            say(nothing_to_compute(total))
+            return []
+        if not sweep.scheduler:  # a cluster on this machine, only for jobs to run
+            # Its workers start under the reference kernels, as a claims session would set
+            # them: numpy reads its cap once, at import, and a worker imports numpy before any
+            # job runs. So a job under the reference kernels runs in the worker itself
+            # (`claimlog.sweep.job`).
+            running.enter_context(dask.config.set(reference_environment()))
+            local = running.enter_context(
+                LocalCluster(
+                    # No more workers than jobs: each starts a Python that imports torch, for
+                    # nothing if no job is left for it.
+                    n_workers=min(sweep.workers, len(jobs)),
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
+            )
+            client = running.enter_context(Client(local))
+        checkout = Checkout(store.current, code_of(workshop))
+        return run(
+            client,
+            jobs,
+            total,
+            pack(places.root),
+            checkout,
+            store,
+            sweep.select,
+            cache_dir,
+            together=sweep.together,
+            say=say,
+        )
 
 
 def reference_environment() -> dict[str, dict[str, Any]]:
@@ -288,23 +386,26 @@ def run(
     jobs: Sequence[Job],
     total: int,
     project: bytes,
+    checkout: Checkout,
     store: FragmentStore,
     select: str | None = None,
     cache_dir: str | None = None,
     together: bool = True,
+    say: Callable[[str], None] = print,
 ) -> list[str]:
     """Run `jobs` (at least one), writing each fragment as it arrives; return the names of
-    those that failed. Seeds run in batches, each trained together (`batches`; not with
-    `together` False). The count is in jobs; the time left is estimated from what the
-    batches measured as they went (`claimlog.sweep.progress`), said as each task ends and
-    every `PERIOD` seconds between; the floor the sweep is measured against is every job's
+    those that failed; each line of progress goes to `say`. Seeds run in batches, each
+    trained together (`batches`; not with `together` False). The count is in jobs; the time
+    left is estimated from what the batches measured as they went
+    (`claimlog.sweep.progress`), said as each task ends and every `PERIOD` seconds between;
+    the floor the sweep is measured against is every job's
     computations one at a time (a batch's first seed trains alone: what each of its seeds
     would cost)."""
     already = total - len(jobs)
     workers = max(1, len(client.scheduler_info()["workers"]))
     tasks = batches(jobs, workers) if together else [[j] for j in jobs]
     batched = sum(len(t) for t in tasks if len(t) > 1)  # seeds trained in batches
-    print(
+    say(
         f"{len(jobs)} of {total} jobs to run"
         + (f" ({already} fragments already there)" if already else "")
         + f", on {workers} worker{'s' if workers != 1 else ''}"
@@ -326,7 +427,16 @@ def run(
         runs: Callable[..., Any] = run_batch if batch else run_variant
         what = [j.variant for j in task] if batch else job.variant
         return client.submit(
-            runs, what, shared, select, cache_dir, job.claims, key=key, pure=False, **placement
+            runs,
+            what,
+            shared,
+            checkout,
+            select,
+            cache_dir,
+            job.claims,
+            key=key,
+            pure=False,
+            **placement,
         )
 
     # The tasks any worker may run go to Dask one per free worker, in the order `batches`
@@ -358,7 +468,7 @@ def run(
                 if left is not None and running:
                     known = True
                     now = ", ".join(running)
-                    print(f"[{already + done}/{total}] running: {now}; about {_clock(left)} left")
+                    say(f"[{already + done}/{total}] running: {now}; about {_clock(left)} left")
             continue
         for future in pending.next_batch(block=False):
             said = time.monotonic()
@@ -386,9 +496,7 @@ def run(
                 done += 1
                 if "failed" in result:
                     failed.append(job.variant.name)
-                    print(
-                        f"[{already + done}/{total}] {job.variant.name} FAILED: {result['failed']}"
-                    )
+                    say(f"[{already + done}/{total}] {job.variant.name} FAILED: {result['failed']}")
                     continue
                 fragment = Fragment.from_json(result["fragment"])
                 store.write(fragment)
@@ -405,7 +513,7 @@ def run(
                 named += (
                     f" to {task[-1].variant.name} ({len(task)} seeds, trained together: {found})"
                 )
-            print(
+            say(
                 f"[{already + done}/{total}] {named} on {written[0].platform_id}"
                 + (f"; running: {', '.join(running)}" if running else "")
                 + (
@@ -417,7 +525,7 @@ def run(
                 )
             )
     if spent:
-        print(floor_said(time.monotonic() - start, floor, workers))
+        say(floor_said(time.monotonic() - start, floor, workers))
     return failed
 
 

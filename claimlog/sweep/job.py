@@ -1,20 +1,23 @@
 """One job of the sweep: a variant's claims session, run where a Dask worker runs it.
 
-The job receives the project (its claims, snapshots and configuration, packed once by the
-client and shared with every worker), keys its claims (`claimlog.evidence.keys.claim_keys`),
-runs `pytest claims/` under the variant, only the claims whose evidence is stale when the
-sweep says which, with `--snapshot-update` (so a number that moved is recorded, not a
-failure: only the claims' own assertions decide their outcome) and `--no-figures` (a fragment
-reads no picture), and returns the fragment built from the session's record. It runs on
-whichever machine the worker is on, so a worker elsewhere contributes its own platform.
+The job receives the project (its claims, snapshots and configuration, packed once by the client
+and shared with every worker), runs `pytest claims/` under the variant, only the claims whose
+evidence is stale when the sweep says which, with `--snapshot-update` (so a number that moved is
+recorded, not a failure: only the claims' own assertions decide their outcome) and
+`--no-figures` (a fragment reads no picture), and returns the fragment built from the session's
+record, each claim under the key the session found in the code it ran
+(`claimlog.evidence.keys.claim_keys`). It runs on whichever machine the worker is on, so a
+worker elsewhere contributes its own platform.
 
 A job costs its computation and little else: a variant under the reference kernels (every
 seed, and the workshop itself) runs in the worker's own process, which keeps torch, the
 claims' imports and one copy of the project from one job to the next; one that sets other
 kernel variables runs in a fresh process (torch reads them once, at import).
 
-The bnvg installed beside the worker does the computing: a worker on another machine needs
-the project installed as the README says.
+The workshop installed beside the worker does the computing: a worker on another machine needs
+the project installed as the README says. A job whose session computed with other code than
+the checkout's fails, naming both (`Checkout`): its numbers never stand under the checkout's
+keys.
 """
 
 from __future__ import annotations
@@ -29,14 +32,14 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from claimlog.declaration import Together, declared_in
-from claimlog.evidence.fragments import Variant, from_record
-from claimlog.evidence.keys import claim_keys
+from claimlog.evidence.fragments import Variant, claim_of, from_record
+from claimlog.evidence.record import Record
 from claimlog.kernels import fingerprint, kernel_bits, reference_kernels
 from claimlog.machine import TORCH_FACTS_FOLDER, import_torch, torch_facts
 from claimlog.places import Places
@@ -48,6 +51,39 @@ from claimlog.sweep.progress import Phases
 
 # Claims that read the sweep's own tables (marked `evidence`) are no claims about a seed.
 NOT_EVIDENCE = "not evidence"
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """The code a sweep's jobs must compute with: the checkout the sweep was started in, as
+    its claims' keys (`claim_keys`) and its code's digest and folder (`code_of`). A worker
+    computes with the workshop installed beside it, which may be another checkout's (an
+    editable install elsewhere, an older release on a remote machine): its numbers would be
+    filed under keys that do not name the code that computed them."""
+
+    keys: Mapping[str, str]
+    code: Mapping[str, str]
+
+    def check(self, record: Record) -> None:
+        """RuntimeError, naming both codes, unless the session of `record` computed each of
+        its claims with this checkout's code (the same key)."""
+        ran = sorted({claim_of(n) for n, c in record.claims.items() if c.outcome != "not run"})
+        differ = [c for c in ran if c in self.keys and record.keys.get(c) != self.keys[c]]
+        if not differ:
+            return
+        theirs = record.code or {"where": "unknown", "digest": "unknown"}
+        raise RuntimeError(
+            f"this job computed with other code than the checkout's: the workshop it imported "
+            f"({theirs['where']}, code digest {theirs['digest']}) is not the checkout's "
+            f"({self.code['where']}, code digest {self.code['digest']}): "
+            + (
+                f"the key of {differ[0]} differs"
+                if len(differ) == 1
+                else f"the keys of {len(differ)} claims differ, {differ[0]} among them"
+            )
+            + ". Install the checkout's code where the worker runs (pip install -e . in the "
+            "checkout), or sweep where it is installed"
+        )
 
 
 def pack(root: Path) -> bytes:
@@ -153,13 +189,15 @@ def _claims_args(
 def run_variant(
     variant: Variant,
     project: bytes,
+    checkout: Checkout,
     select: str | None = None,
     cache_dir: str | None = None,
     claims: Sequence[str] | None = None,
     alone: bool = False,
 ) -> dict[str, Any]:
     """Run the claims under `variant` and return its fragment, as JSON-able data, with what
-    the job spent computing and in all (in seconds).
+    the job spent computing and in all (in seconds); RuntimeError if the session computed
+    with other code than the `checkout`'s (`Checkout.check`).
     `claims`: only these (the stale ones; None: every claim). `cache_dir`: the pytest cache
     the session reuses and fills (the project's own for a local cluster); without it, the
     worker's own (`worker_cache`). Figures are not drawn: a fragment reads no picture."""
@@ -171,13 +209,10 @@ def run_variant(
         outputs = Path(scratch) / "out"
         if in_this_process(variant):
             root = _project_here(project)
-            # The workshop this project names, as its sessions will read it.
-            keys = claim_keys(Places(root), declared_in(root))
             record = run_claims_here(args, root=root, outputs=outputs, cache_dir=cache)
         else:
             root = Path(scratch) / "project"
             unpack(project, root)
-            keys = claim_keys(Places(root), declared_in(root))
             # Two variants may share a core: threads that spin while they wait would starve
             # each other. Waiting passively changes when a thread runs, never what it computes.
             env = {"OMP_WAIT_POLICY": "PASSIVE", **variant.env()}
@@ -185,8 +220,10 @@ def run_variant(
             if not run.record_path.exists() or run.returncode not in (0, 1):
                 raise RuntimeError(f"the claims under {variant.name} did not finish:\n{run.tail()}")
             record = run.record
+        checkout.check(record)
         return {
-            "fragment": from_record(variant, record, keys).to_json(),
+            # Keyed as the session computed: by the code it ran, the checkout's.
+            "fragment": from_record(variant, record, record.keys).to_json(),
             # What the job spent computing (training, the computed results), and in all:
             # the sweep's floor, and what it cost beyond it.
             "computing": sum(e.seconds or 0.0 for e in record.events if e.what == COMPUTED),
@@ -204,6 +241,7 @@ def run_variant(
 def run_batch(
     variants: Sequence[Variant],
     project: bytes,
+    checkout: Checkout,
     select: str | None = None,
     cache_dir: str | None = None,
     claims: Sequence[str] | None = None,
@@ -236,7 +274,9 @@ def run_batch(
         except Exception as error:  # the others train alone, in their own sessions
             found = f"not kept: {type(error).__name__}: {error}"
     lead = held.lead if held is not None else 0
-    first = _or_failure(run_variant, variants[lead], project, select, cache_dir, claims, True)
+    first = _or_failure(
+        run_variant, variants[lead], project, checkout, select, cache_dir, claims, True
+    )
     first["alone"] = first.get("training", 0.0)
     if "failed" in first:
         found = "not tried: the lead seed failed"
@@ -253,7 +293,7 @@ def run_batch(
     for i, variant in enumerate(variants):
         if i != lead:
             results[i] = _or_failure(
-                run_variant, variant, project, select, cache_dir, claims, apart
+                run_variant, variant, project, checkout, select, cache_dir, claims, apart
             )
             # One at a time, it would have trained what the batch kept for it, as the lead did.
             results[i]["kept together"] = held is not None and i in held.kept_for

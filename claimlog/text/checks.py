@@ -204,7 +204,7 @@ def _luck(reading: Reading, quoted: str, evidence: ReadingEvidence, fragility: F
     )
 
 
-def _printed_by(evidence: ReadingEvidence, quoted: str) -> str:
+def printed_by(evidence: ReadingEvidence, quoted: str) -> str:
     """Which platforms' value of a reading reads as `quoted`: "2 platforms of the sweep"
     ("and the published log" beside, where it printed it too); empty if no platform did.
     The published log alone is no platform: what it says, no torch here computed."""
@@ -307,13 +307,13 @@ def check(
             )
             continue
         evidence = fragility.reading(nearest.name)
-        printed_by = "" if evidence is None else _printed_by(evidence, quoted)
+        printers = "" if evidence is None else printed_by(evidence, quoted)
         if evidence is not None and evidence.holds_on_some_platforms_only:
             verdict.problems.append(_luck(nearest, quoted, evidence, fragility))
-        elif evidence is not None and evidence.moved_in_print and printed_by:
+        elif evidence is not None and evidence.moved_in_print and printers:
             verdict.drift.append(
                 f"quotes {quoted} for {nearest.name!r}: here {nearest.printed}; fragile, "
-                f"printed {quoted} by {printed_by} (platform-dependent)"
+                f"printed {quoted} by {printers} (platform-dependent)"
                 + _by_release(fragility, evidence, quoted)
             )
         elif (

@@ -9,6 +9,9 @@ around it: in "reaches 90% by step 100", a step that moved from 100 to 150 makes
 150". The new number is written in the quote's own form and precision: "3015" of "3015x"
 stays a whole number, "3.32e-04" keeps its mantissa's two decimals, "51.5" of "51.5%" one
 decimal, "0.0079" four. Nothing else of the file changes (`claimlog.text.documents.Edit`).
+A copy of a reading whose print differs by platform (fragile) is rewritten too: the snapshot
+holds the reference's numbers, so what it copied was the reference's print, and it becomes
+what the reference prints now (its citation passes, as it did, as this run's own print).
 
 Any other quote of a moved reading was never a copy of it: a bound the sentence words as one
 ("by step 100", "under 0.05"), a range ("between 0.69 and 0.71"), or a rounding (at fewer
@@ -21,7 +24,10 @@ So an update leaves some quotes as written on purpose, each listed with its reas
 - the claim behind the cited line failed: the sentence itself no longer holds, and the author
   must reword it;
 - a bound, a range or a rounding that the new value still bears out;
-- a reading whose print differs by platform (fragile): no one number is the one to quote.
+- a rounding of a reading whose print differs by platform (fragile), which some platform of
+  the evidence still prints: no one number is the one to quote. One that no platform prints
+  any more is no quote left on purpose: its citation fails, saying what every platform
+  supports.
 
 A quote the new value breaks is never among them: it is listed apart as no longer true, with
 the new value (a `Left` that is `broken`), and its citation fails (`Plan.problems`) until the
@@ -39,7 +45,7 @@ from claimlog.evidence.fragility import FRAGILE, Fragility
 from claimlog.evidence.verdicts import Moved
 from claimlog.log.readings import Bound, Reading
 from claimlog.store import atomic_write
-from claimlog.text.checks import CitedLine, says, written_like
+from claimlog.text.checks import CitedLine, printed_by, says, written_like
 from claimlog.text.citations import KINDS, Citation, Quote, Uncited, where
 from claimlog.text.documents import Edit, rewritten
 from claimlog.text.prose import NOTHING_CITED
@@ -186,6 +192,19 @@ def _is_fragile(moved: Moved, fragility: Fragility) -> str | None:
     return "fragile" if moved.status == FRAGILE else None
 
 
+def _left_by_platform(
+    moved: Moved, quoted: str, fragility: Fragility
+) -> tuple[Moved, str | None] | None:
+    """A quote of a reading whose print differs by platform, not rewritten: left on purpose
+    while some platform of the evidence still prints it (its citation passes, as drift). Where
+    none does any more, it is no quote the update leaves: its citation judges it, and fails
+    saying what every platform supports (None)."""
+    evidence = fragility.reading(moved.reading.name)
+    if evidence is None or not printed_by(evidence, quoted):
+        return None
+    return moved, BY_PLATFORM.format(prints=evidence.describe_prints())
+
+
 def _copied(quote: Quote, candidates: Sequence[Moved]) -> Moved | None:
     """The moved reading the quote copies: it is what the reading printed before the update,
     at the printed precision. A copy follows its reading, whatever words stand before it."""
@@ -195,14 +214,12 @@ def _copied(quote: Quote, candidates: Sequence[Moved]) -> Moved | None:
 
 
 def _judged(
-    quote: Quote, copied: Moved | None, candidates: Sequence[Moved], fragility: Fragility
+    quote: Quote, candidates: Sequence[Moved], fragility: Fragility
 ) -> tuple[Moved, str | None] | None:
-    """A quote of a moved reading that the update does not rewrite: the reading, and why the
-    quote is left as written, or None for the reason where the new value, as the log prints
-    it, breaks the quote. None for a quote of no reading that moved (`check` judges it, as in
-    any run)."""
-    if copied is not None:  # a copy not rewritten: its reading's print differs by platform
-        return copied, BY_PLATFORM.format(prints=_is_fragile(copied, fragility))
+    """A quote of a moved reading that the update does not rewrite (no copy): the reading,
+    and why the quote is left as written, or None for the reason where the new value, as the
+    log prints it, breaks the quote. None for a quote of no reading that moved (`check` judges
+    it, as in any run)."""
     if quote.span is not None:
         covered = _range_covers(quote, candidates)
         if covered is None:
@@ -221,9 +238,8 @@ def _judged(
     rounded = next((m for m in candidates if says(_before(m), quote.text)), None)
     if rounded is None:
         return None
-    prints = _is_fragile(rounded, fragility)
-    if prints is not None:
-        return rounded, BY_PLATFORM.format(prints=prints)
+    if _is_fragile(rounded, fragility) is not None:
+        return _left_by_platform(rounded, quote.text, fragility)
     holds = says(rounded.reading, quote.text)
     return rounded, STILL_ROUNDS.format(new=rounded.reading.printed) if holds else None
 
@@ -256,7 +272,7 @@ def plan(
         candidates = _of_kind(on_cited, quote.kind)
         line, column = quote.where[0] if quote.where else (citation.md_line, -1)
         was = _copied(quote, candidates)
-        if was is not None and _is_fragile(was, fragility) is None:
+        if was is not None:
             new = written_like(quote.text, float(was.reading.as_float()))
             if not says(was.reading, new):  # the quote's precision reads the print, not the value
                 new = written_like(quote.text, float(was.reading.number or 0))
@@ -277,7 +293,7 @@ def plan(
             )
             quotes.append(replace(quote, text=new))
             continue
-        judged = _judged(quote, was, candidates, fragility)
+        judged = _judged(quote, candidates, fragility)
         if judged is not None:
             of, reason = judged
             broken = reason is None
@@ -308,28 +324,19 @@ def rewrite_documents(rewrites: Sequence[Rewrite], root: Path) -> list[Path]:
 def describe_rewrites(
     rewrites: Sequence[Rewrite], left: Sequence[Left], written: bool
 ) -> list[str]:
-    """What an update did to the text's quotes, the quotes the new values no longer bear out,
-    and the quotes it left on purpose, for people."""
+    """What an update did (or, not `written`, would do) to the text's quotes, and the quotes
+    it left on purpose, for people. A quote the new values no longer bear out is none of
+    them: its citation fails, and the update says it with the rest of what failed."""
     out: list[str] = []
     if rewrites:
         documents = len({r.path for r in rewrites})
         n = len(rewrites)
-        done = "rewrote" if written else "would rewrite (not written: the update did not complete)"
+        done = "rewrote" if written else "would rewrite"
         out.append(
             f"{done} {n} quote{'s' if n > 1 else ''} whose numbers moved, in {documents} "
             f"document{'s' if documents > 1 else ''} (review them with git diff):"
         )
         out += [f"  {r.describe()}" for r in rewrites]
-    broken = [one for one in left if one.broken]
-    if broken:
-        n = len(broken)
-        out.append(
-            "1 quote the new value no longer bears out (its citation fails): reword it:"
-            if n == 1
-            else f"{n} quotes the new values no longer bear out (their citations fail): "
-            "reword them:"
-        )
-        out += [f"  {one.describe()}" for one in broken]
     kept = [one for one in left if not one.broken]
     if kept:
         n = len(kept)
