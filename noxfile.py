@@ -4,6 +4,8 @@
     nox -s torch-2.15.0        # or torch-2.12.1, torch-2.14.1: that release's fragment
     nox -s arm64               # Linux arm64 (Neoverse N1 and V1), under QEMU's emulation
     nox -s nbval               # the workshop's notebooks, their stored outputs checked by nbval
+    nox -s docs                # every command and output the pages show, run on a fresh clone
+    nox -s bench               # docs/speed.md's tables, measured again (minutes)
 
 Each session makes a fresh virtual environment with that Python, installs the project with
 its pinned dependencies (as the README does: the engine, the second workshop and bnvg), then
@@ -170,3 +172,24 @@ def arm64(session: nox.Session) -> None:
     once under .nox/arm64/ from Debian's and PyPI's packages (emulation/arm64.py)."""
     # The Python running nox brings pip, which fetches and unpacks the aarch64 wheels.
     session.run(sys.executable, "emulation/arm64.py", *session.posargs, external=True)
+
+
+@nox.session(python="3.11", default=False)
+def docs(session: nox.Session) -> None:
+    """The pages' commands, changes and outputs, played as the author's session on a fresh
+    clone of this checkout's last commit, each output compared with what its page shows
+    (tests/transcripts.py; CI runs it). The clone installs its own environment, as the
+    README's first command does: this one needs nothing but Python."""
+    session.run("python", "tests/transcripts.py", *session.posargs)
+
+
+BENCH = "python bench/run.py --write-docs"  # what docs/speed.md shows, run as it shows it
+
+
+@nox.session(python="3.11", default=False)
+def bench(session: nox.Session) -> None:
+    """docs/speed.md's tables measured again, and written into it: the claims against the
+    workshop script, back to back (bench/run.py; minutes a round, ../shared beside the
+    project). Not in CI: a timing on a shared machine is a measurement, never a test."""
+    session.install(*PROJECT)
+    session.run(*BENCH.split())

@@ -1,9 +1,11 @@
 """claimlog is a distribution of its own, and a workshop is another: each installs alone.
 
 As an author outside this repository would: claimlog's wheel built with `python -m build`,
-installed in a fresh virtual environment beside torch (the workshop's own), then
-`claimlog init demo` and `pytest` in it; and the dropout workshop installed from its folder
-beside the same wheel, its claims and text passing in a copy of that folder.
+then the commands docs/engine.md gives a newcomer, run as the page writes them (engine/
+README.md gives the same), in a fresh virtual environment: the wheel installed beside torch
+(the workshop's own), `claimlog init my-workshop` and `pytest` in it; and the dropout
+workshop installed from its folder beside the same wheel, its claims and text passing in a
+copy of that folder.
 """
 
 import os
@@ -14,8 +16,20 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from transcripts import blocks
 
 ROOT = Path(__file__).resolve().parent.parent
+ENGINE_PAGE = ROOT / "docs" / "engine.md"
+
+
+def newcomers_commands() -> str:
+    """The commands docs/engine.md gives a newcomer, which engine/README.md (the wheel's own
+    page) gives too: the block the page marks as run here."""
+    mark = ("run by", "tests/test_distributions.py")
+    [shown] = [b.text for b in blocks(ENGINE_PAGE) if b.mark == mark]
+    readme = (ROOT / "engine" / "README.md").read_text()
+    assert f"```sh\n{shown}\n```" in readme, "engine/README.md gives other commands"
+    return shown
 
 
 def clean_env():
@@ -38,15 +52,12 @@ def git(folder, *args):
     return run("git", "-C", folder, *args, cwd=folder)
 
 
-def an_authors_session(where, name, venv):
-    """`claimlog init NAME` with the venv's command, then as its author lives with it: the
+def an_authors_session(folder, venv):
+    """A workshop `claimlog init` wrote into `folder`, as its author lives with it: the
     workshop passes at once on the reference platform, git sees nothing of what pytest wrote,
     an edit of the recipe fails its claim, and one `--snapshot-update` records the edit and
     rewrites the text's quotes, git seeing nothing else move."""
-    package = name.replace("-", "_")
-    said = run(venv / "bin" / "claimlog", "init", name, cwd=where)
-    assert f"wrote the workshop '{package}' into {name}" in said
-    folder = where / name
+    package = folder.name.replace("-", "_")
     git(folder, "init", "-q")
     git(folder, "add", ".")
     git(folder, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
@@ -109,11 +120,29 @@ def test_a_newcomer_installs_the_wheel_writes_a_workshop_and_runs_it_and_dropout
     # --no-compile: what is installed is the same; compiling torch's modules first would take
     # three quarters of the install (the first session compiles only what it imports).
     pip = [venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    pip.append("--no-compile")
-    run(*pip, wheel, "torch==2.13.0", cwd=tmp_path)
+    pip.append("--no-compile")  # see below
+    # The page's commands, in the folder that holds the wheel, the venv's commands first on
+    # the PATH as an activated venv has them. --no-compile (as pip reads it from the
+    # environment): what is installed is the same; compiling torch's modules first would take
+    # three quarters of the install (the first session compiles only what it imports).
+    newcomer = tmp_path / "newcomer"
+    newcomer.mkdir()
+    shutil.copy(wheel, newcomer)
+    path = os.pathsep.join([str(venv / "bin"), os.environ["PATH"]])
+    env = {**clean_env(), "PATH": path, "PIP_NO_COMPILE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    done = subprocess.run(
+        ["bash", "-e", "-c", newcomers_commands()],
+        cwd=newcomer,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "wrote the workshop 'my_workshop' into my-workshop" in done.stdout
+    assert "passed" in done.stdout.splitlines()[-1]
 
-    # `claimlog init demo`, then what its author does with it.
-    an_authors_session(tmp_path, "demo", venv)
+    # Then what its author does with it.
+    an_authors_session(newcomer / "my-workshop", venv)
 
     # Installed from a copy of its folder (pip builds in it), run in another without its
     # package: the claims import the installed one.
