@@ -97,7 +97,7 @@ def verdict(md, context=None):
 def test_a_correct_quote_passes_and_a_wrong_one_names_the_reading_it_was_read_as():
     assert verdict("It is 3015x smaller (line 40).").problems == []
     assert verdict("It is 3016x smaller (line 40).").problems == [
-        "quotes 3016 for 'S4 plain ratio, times smaller': here 3015 (no fresh evidence of it)"
+        "quotes 3016 for 'S4 plain ratio, times smaller': here 3015 (no evidence of it yet)"
     ]
 
 

@@ -19,6 +19,7 @@ from claimlog.evidence.fragility import Fragility, ReadingEvidence, Seen
 from claimlog.evidence.fragments import Fragment, FragmentStore, Variant
 from claimlog.evidence.keys import claim_keys
 from claimlog.evidence.record import ClaimResult, Record
+from claimlog.evidence.verdicts import status_of
 from claimlog.log.readings import Reading
 from claimlog.places import Places
 from claimlog.runner import scratch_copy
@@ -44,6 +45,7 @@ from pathlib import Path
 from claimlog.declaration import declared_in
 from claimlog.evidence.keys import claim_keys
 from claimlog.evidence.record import ClaimResult, Record
+from claimlog.evidence.verdicts import status_of
 from claimlog.places import Places
 workshop = declared_in(Path(sys.argv[1]))
 print(json.dumps(claim_keys(Places(Path(sys.argv[1])), workshop)))
@@ -57,6 +59,7 @@ from pathlib import Path
 from claimlog.declaration import declared_in
 from claimlog.evidence.keys import claim_keys
 from claimlog.evidence.record import ClaimResult, Record
+from claimlog.evidence.verdicts import status_of
 from claimlog.places import Places
 project = Path(sys.argv[1])
 workshop = declared_in(project)
@@ -282,6 +285,13 @@ def test_the_table_hides_the_readings_of_stale_claims_only():
     assert table.stale_claims(current) == [A]
     assert table.stale_readings(current) == ["r1"]
     assert set(table.fresh(current).readings) == {"r2"}
+    # Told apart from a reading no sweep measured: an edit made r1's evidence stale.
+    assert table.fresh(current).stale == {"r1"}
+    assert (
+        status_of(None, stale=True)
+        == "its evidence is of other code: its claim changed since the sweep"
+    )
+    assert status_of(None) == "no evidence of it yet"
     assert table.fresh({A: "k1", B: "k2"}) is table
 
 

@@ -54,9 +54,9 @@ def test_changing_one_stored_reading_fails_exactly_the_claim_that_owns_it_naming
     # evidence no longer applies, and the reading is judged exactly, as robust.
     result.stdout.fnmatch_lines(
         [
-            "*S5 factor 0.25, left at the deep depth: snapshot 9.61e-07, here 9.54e-07 (log line 60, no fresh evidence of it)",
-            "If the new values are right, accept them: pytest claims/ --snapshot-update -k "
-            "'test_factor_per_layer_compounds_over_4_and_10_layers?0.25?' (then update the text that quotes them)",
+            "*S5 factor 0.25, left at the deep depth: snapshot 9.61e-07, here 9.54e-07 (log line 60, no evidence of it yet)",
+            "If the new values are right, bring the record up to them: pytest claims/ "
+            "--snapshot-update (with --workshop DIR it rewrites the text that quotes them too)",
             "FAILED claims/test_s5_geometric_decay.py::test_factor_per_layer_compounds_over_4_and_10_layers?0.25?*",
         ]
     )
@@ -64,6 +64,7 @@ def test_changing_one_stored_reading_fails_exactly_the_claim_that_owns_it_naming
         "  line 60, S5 factor 0.25, left at the deep depth: 9.61e-07 -> 9.54e-07 ("
         in result.stdout.str()
     )
+    assert result.stdout.str().count("If the new values are right") == 1  # said once
 
 
 def test_the_update_command_restores_both_libraries_files(project):

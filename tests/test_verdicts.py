@@ -80,7 +80,7 @@ def test_on_a_new_platform_a_reading_without_fresh_evidence_that_moved_fails():
     assert not d.drift
     assert (
         d.describe()
-        == f"{RATIO_NAME}: snapshot 3016, here 3015 (log line 40, no fresh evidence of it)"
+        == f"{RATIO_NAME}: snapshot 3016, here 3015 (log line 40, no evidence of it yet)"
     )
 
 

@@ -29,6 +29,7 @@ date by the same command. It takes some minutes, most of them the sweep of the r
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -168,6 +169,13 @@ STEPS = (
     Step("unbreak", "the quote as it was", command="git checkout -- workshop/s6_training.ipynb"),
     Step("reword", "the sentence that no longer holds, reworded"),
     Step("update-completes", "the same command completes", 0, 60, UPDATE),
+    Step(
+        "keep-notebook",
+        "the rewritten notebook set aside, the committed one back",
+        command="cp workshop/s6_training.ipynb .. && git checkout -- workshop/s6_training.ipynb",
+    ),
+    Step("check-old-notebook", "old outputs fail their cells", 1, like="check-text"),
+    Step("restore-notebook", "the rewritten notebook", command="cp ../s6_training.ipynb workshop/"),
     Step("update-again", "a second update changes nothing", 0, 60, UPDATE, changes_nothing=True),
     Step("nbval", "nbval on the rewritten notebooks", command=".venv/bin/nox -s nbval"),
     Step("edit-one-claim", "one claim's constant edited"),
@@ -212,28 +220,35 @@ def _streamed(command: str, cwd: Path, env: dict[str, str]) -> Streamed:
 LEFT = re.compile(r"about (?:(\d+) min )?(\d+) s left")
 
 
-def time_left(lines: list[tuple[float, str]]) -> str | None:
-    """How honest the sweep's time left was, where a step ran one: from the first tenth of its
-    wall time on, each estimate against the real time left at that moment."""
+def time_left(lines: list[tuple[float, str]]) -> list[str]:
+    """How honest the sweep's time left was, where a step ran one: each estimate against the
+    real time left at that moment, and the worst from the first tenth of the sweep's wall time
+    to its last tenth (where seconds are left, a second off is a large share)."""
     began = next((t for t, line in lines if re.match(r"\d+ of \d+ jobs to run", line)), None)
     ended = next((t for t, line in lines if "; done in " in line), None)
     if began is None or ended is None or ended <= began:
-        return None
-    tenth = began + (ended - began) / 10
-    errors = []
+        return []
+    whole = ended - began
+    said, errors = [], []
     for t, line in lines:
-        said = LEFT.search(line)
-        if said and tenth <= t < ended:
-            estimate = int(said[1] or 0) * 60 + int(said[2])
-            errors.append((estimate - (ended - t)) / (ended - t))
+        found = LEFT.search(line)
+        if found and t < ended:
+            estimate, real = int(found[1] or 0) * 60 + int(found[2]), ended - t
+            error = (estimate - real) / real
+            said.append(
+                f"    {(t - began) / whole:4.0%} in: said {estimate} s, {real:.0f} s left ({error:+.0%})"
+            )
+            if whole / 10 <= t - began <= whole * 9 / 10:
+                errors.append(error)
     if not errors:
-        return f"the sweep took {ended - began:.0f} s; no estimate after its first tenth"
+        return [f"the sweep took {whole:.0f} s; no estimate between its first and last tenth"]
     worst = max(errors, key=abs)
-    return (
-        f"the sweep took {ended - began:.0f} s; from its first tenth on, {len(errors)} "
-        f"estimates of the time left, each within {abs(worst):.0%} of the real time left "
-        f"(from {min(errors):+.0%} to {max(errors):+.0%})"
-    )
+    return [
+        f"the sweep took {whole:.0f} s; from its first tenth to its last, {len(errors)} estimates "
+        f"of the time left, each within {abs(worst):.0%} of the real time left "
+        f"(from {min(errors):+.0%} to {max(errors):+.0%}):",
+        *said,
+    ]
 
 
 def command_of(step: Step) -> tuple[str, str]:
@@ -295,9 +310,8 @@ def play(clone: Path, say: bool = True) -> Played:
         played.outputs[step.name], played.seconds[step.name] = output, took
         if say:
             print(f"{step.name}: exit {done.returncode} in {took:.1f} s ({step.says})")
-            honest = time_left(played.timed.get(step.name, []))
-            if honest:
-                print(f"  {honest}")
+            for line in time_left(played.timed.get(step.name, [])):
+                print(f"  {line}")
         if done.returncode != step.status:
             played.problems.append(
                 f"{step.name} ({what.splitlines()[0]}) exited {done.returncode}, not "
@@ -347,6 +361,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--keep", action="store_true", help="keep the scratch clone, and say where it is"
     )
+    parser.add_argument(
+        "--outputs",
+        type=Path,
+        metavar="FILE",
+        help="also write what each step printed into FILE (JSON), to check the pages again",
+    )
+    parser.add_argument(
+        "--check-against",
+        type=Path,
+        metavar="FILE",
+        help="run nothing: check the pages' output blocks against what an earlier session "
+        "printed (its --outputs FILE), as an author rewording a page does",
+    )
     args = parser.parse_args(argv)
     steps = {s.name for s in STEPS}
     unknown = [
@@ -358,17 +385,23 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print("blocks name no step of the session:\n  " + "\n  ".join(unknown))
         return 1
-    folder = Path(tempfile.mkdtemp(prefix="bnvg-transcripts-"))
-    clone = folder / "bnvg"
-    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
-    try:
-        played = play(clone)
-        problems = played.problems + check(played)
-    finally:
-        if args.keep:
-            print(f"the clone: {clone}")
-        else:
-            shutil.rmtree(folder, ignore_errors=True)
+    if args.check_against is not None:
+        played = Played(outputs=json.loads(args.check_against.read_text()))
+        problems = check(played)
+    else:
+        folder = Path(tempfile.mkdtemp(prefix="bnvg-transcripts-"))
+        clone = folder / "bnvg"
+        subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+        try:
+            played = play(clone)
+            problems = played.problems + check(played)
+        finally:
+            if args.keep:
+                print(f"the clone: {clone}")
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
+        if args.outputs is not None:
+            args.outputs.write_text(json.dumps(played.outputs, indent=1))
     for problem in problems:
         print(problem, file=sys.stderr)
     print(

@@ -238,6 +238,8 @@ class Fragility:
     architectures: Mapping[str, str] = field(default_factory=dict)
     # Each claim's key when its evidence was computed (`claimlog.evidence.keys.claim_keys`).
     keys: Mapping[str, str] = field(default_factory=dict)
+    # The readings `fresh` took out: their evidence is of other code than the checkout's.
+    stale: frozenset[str] = frozenset()
 
     def reading(self, name: str) -> ReadingEvidence | None:
         return self.readings.get(name)
@@ -249,7 +251,7 @@ class Fragility:
         if not stale:
             return self
         kept = {n: e for n, e in self.readings.items() if e.claim not in stale}
-        return dataclasses.replace(self, readings=kept)
+        return dataclasses.replace(self, readings=kept, stale=frozenset(self.readings) - set(kept))
 
     def stale_claims(self, current: Mapping[str, str]) -> list[str]:
         """The claims the table holds evidence of that is stale for the claims keyed

@@ -111,6 +111,7 @@ class Difference:
     evidence: ReadingEvidence | None
     drift: bool  # True: reported, not failed (a new platform); False: a failure
     compared_with: str = "snapshot"
+    stale: bool = False  # its evidence is of other code: its claim changed since the sweep
 
     def describe(self) -> str:
         """'S4 plain ratio, times smaller: snapshot 3015, here 3017 (log line 40, robust)'."""
@@ -121,18 +122,22 @@ class Difference:
                 f"{self.compared_with} {self.stored.value!r}, here {self.here.value!r} "
                 f"(both print {self.here.printed})"
             )
-        return f"{self.here.name}: {values} (log line {self.line}, {status_of(self.evidence)})"
+        status = status_of(self.evidence, self.stale)
+        return f"{self.here.name}: {values} (log line {self.line}, {status})"
 
 
-NO_EVIDENCE = "no fresh evidence of it"
+NO_EVIDENCE = "no evidence of it yet"  # no sweep measured it
+STALE = "its evidence is of other code: its claim changed since the sweep"  # an edit's
 RECIPE = "a setting of the recipe"  # a moved reading the recipe fills: no platform computes it
 
 
-def status_of(evidence: ReadingEvidence | None) -> str:
-    """Its platform verdict, robust or fragile, as the evidence says; without evidence (a new
-    reading, or evidence of another key: its claim changed since) nothing is known of it,
-    and it is judged as robust."""
-    return NO_EVIDENCE if evidence is None else evidence.platform_verdict
+def status_of(evidence: ReadingEvidence | None, stale: bool = False) -> str:
+    """Its platform verdict, robust or fragile, as the evidence says; without evidence
+    nothing is known of it, and it is judged as robust: say why, an edit (the evidence is of
+    other code, `stale`) or a reading no sweep measured yet."""
+    if evidence is not None:
+        return evidence.platform_verdict
+    return STALE if stale else NO_EVIDENCE
 
 
 def _same(a: float, b: float) -> bool:
@@ -179,7 +184,8 @@ def compare_readings(
         if drift is not None:
             line = line_of[reading.key]
             where = standing.compared_with if exact else "snapshot"
-            out.append(Difference(reading, compared, line, evidence, drift, where))
+            stale = reading.name in fragility.stale
+            out.append(Difference(reading, compared, line, evidence, drift, where, stale))
     return out
 
 
@@ -231,7 +237,7 @@ def moved_readings(
             continue
         before = reading.with_value(reading.value_from_float(stored[reading.name]))
         if before.printed != reading.printed:
-            status = status_of(fragility.reading(reading.name))
+            status = status_of(fragility.reading(reading.name), reading.name in fragility.stale)
             out.append(Moved(reading, stored[reading.name], line_of[reading.key], status))
     return out
 

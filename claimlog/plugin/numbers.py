@@ -27,7 +27,7 @@ import pytest
 from pytest_regressions.num_regression import NumericRegressionFixture
 
 from claimlog.evidence.tables import Table, slug
-from claimlog.evidence.verdicts import Standing, compare_table
+from claimlog.evidence.verdicts import REFERENCE, Standing, compare_table
 from claimlog.log.readings import Reading
 from claimlog.plugin.options import UPDATE_COMMAND
 from claimlog.plugin.outcomes import DRIFT, NUMBERS_FILE, TABLE, channel
@@ -39,15 +39,23 @@ SHOWN_POINTS = 8  # a history that moved everywhere is summarised after this man
 
 
 # Failures a claim's checks found before it quoted (a moved training history), raised once it
-# has quoted, with its own, or at the end of its call (`pytest_runtest_call`).
+# has quoted, with its own, or at the end of its call (`pytest_runtest_call`); and what the
+# author can do of them, said once at the end.
 PENDING = pytest.StashKey[list[str]]()
+ADVICE = pytest.StashKey[str]()
 
 
-def pending(item: pytest.Item) -> list[str]:
+def taken(item: pytest.Item) -> list[str]:
     """The failures deferred for `item`, taken (each is raised once)."""
     found = item.stash.get(PENDING, [])
     item.stash[PENDING] = []
     return found
+
+
+def pending(item: pytest.Item) -> list[str]:
+    """The failures deferred for `item`, taken, then what the author can do of them."""
+    found = taken(item)
+    return [*found, item.stash.get(ADVICE, "")] if found else []
 
 
 class NumbersSnapshotError(Exception):
@@ -170,14 +178,23 @@ class NumberSnapshots:
     def _fail(self, message: str, defer: bool) -> None:
         __tracebackhide__ = True
         if not defer:
-            pytest.fail(message, pytrace=False)
+            pytest.fail(f"{message}\n{self.advice()}", pytrace=False)
         self._item.stash.setdefault(PENDING, []).append(message)
+        self._item.stash[ADVICE] = self.advice()
 
     # -- messages ---------------------------------------------------------------------------
-    def update_hint(self) -> str:
+    def advice(self) -> str:
+        """What the author can do of numbers that moved: on the reference, record them, with
+        all that follows from them; elsewhere an update would make this machine's numbers the
+        reference, so none is advised."""
+        if self.standing.kind != REFERENCE:
+            return (
+                "This run is not on the reference platform: its numbers are not the record's "
+                "to replace (an update here would make them the reference)"
+            )
         return (
-            f"If the new values are right, accept them: {UPDATE_COMMAND} -k "
-            f"'{self._item.name}' (then update the text that quotes them)"
+            f"If the new values are right, bring the record up to them: {UPDATE_COMMAND} "
+            "(with --workshop DIR it rewrites the text that quotes them too)"
         )
 
     def _missing(self, what: str, problem: str) -> str:
@@ -190,7 +207,7 @@ class NumberSnapshots:
         body = "\n".join(f"  {line}" for line in lines)
         return (
             f"{self._item.nodeid}: {table.title} differs from its snapshot "
-            f"({self.shown(table.name)})\n{body}\n{self.update_hint()}"
+            f"({self.shown(table.name)})\n{body}"
         )
 
     # -- pytest-regressions -----------------------------------------------------------------

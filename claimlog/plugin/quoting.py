@@ -41,7 +41,7 @@ from claimlog.evidence.verdicts import (
 from claimlog.log.lines import Log, LogLine
 from claimlog.log.readings import Bound, Reading
 from claimlog.places import Places
-from claimlog.plugin.numbers import NumberSnapshots, NumbersSnapshotError, pending
+from claimlog.plugin.numbers import NumberSnapshots, NumbersSnapshotError, pending, taken
 from claimlog.plugin.options import UPDATE_COMMAND, owned_keys
 from claimlog.plugin.outcomes import (
     BOUNDED,
@@ -211,7 +211,7 @@ class Quoted:
             diff = "\n".join(self._snapshot.get_assert_diff())
             pytest.fail(
                 f"{self._item.nodeid}: the lines differ from their text snapshot\n{diff}\n"
-                f"{self._numbers.update_hint()}",
+                f"{self._numbers.advice()}",
                 pytrace=False,
             )
         if readings:
@@ -343,9 +343,9 @@ class Quoted:
         return "\n".join(
             [
                 f"{self._item.nodeid}: the numbers differ from the snapshot\n{numbers}",
-                *pending(self._item),
+                *taken(self._item),
                 *([UNSEEN_BY_THE_KEYS] if unseen else []),
-                self._numbers.update_hint(),
+                self._numbers.advice(),
             ]
         )
 

@@ -328,7 +328,7 @@ def check(
             )
         else:
             moved = evidence is not None and evidence.moved_in_print
-            kind = status_of(evidence)
+            kind = status_of(evidence, nearest.name in fragility.stale)
             seen = "" if evidence is None else f"; {evidence.describe_prints()}"
             releases = "" if evidence is None else _by_release(fragility, evidence, quoted)
             honest = "" if evidence is None or not moved else _what_to_say(evidence, quoted)
