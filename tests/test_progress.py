@@ -8,10 +8,12 @@ import pytest
 
 from claimlog.evidence.fragments import FragmentStore
 from claimlog.platform import Platform
-from claimlog.sweep.cluster import Job, Machine, batches, plan
+from claimlog.sweep.cluster import Job, Machine, batches, kind_of, plan
 from claimlog.sweep.progress import Estimate, batch_seconds, time_left
 from claimlog.sweep.variants import (
     ATEN_AVX512,
+    MKL_AUTO,
+    NATIVE,
     WORKSHOP,
     one_setting_varied,
     per_machine,
@@ -54,6 +56,10 @@ def test_a_later_seed_is_estimated_at_the_session_of_the_claims_that_read_no_run
 def test_a_batch_whose_seeds_train_apart_costs_its_first_seed_each():
     apart = {**EARLY, "together_done": 1.0, "together_seconds": 118.0, "first": 27.0}
     assert batch_seconds({**apart, "apart": True}) == pytest.approx(1 + 118 + 32 * 27)
+    # Once its later seeds have measured themselves (each trained alone, or nothing to train),
+    # they stand for the rest.
+    measured = {**apart, "apart": True, "seed_seconds": 2.0}
+    assert batch_seconds(measured) == pytest.approx(1 + 118 + 27 + 31 * 2)
 
 
 def test_the_waiting_tasks_go_to_whichever_worker_comes_free_first():
@@ -64,38 +70,56 @@ def test_the_waiting_tasks_go_to_whichever_worker_comes_free_first():
     assert time_left(1, [5.0], []) == 5.0
 
 
+ALONE, OWN, OWN_2 = (1, False), (1, True), (2, True)  # kinds of jobs alone (`kind_of`)
+
+
 def test_a_sweep_of_two_batches_and_platform_jobs_is_estimated_from_the_first_tenth():
     """The shape of the sweep after a recipe edit: two batches running on two workers, six
     platform jobs waiting. Before a platform job ends, each is taken as one seed alone."""
     estimate = Estimate()
     estimate.hear([(1000.0, EARLY), (1000.0, {**EARLY, "task": "b2"})])
-    batches = {"b1": (32, 1), "b2": (32, 1)}
-    left = estimate.left(2, batches, [(1, 1)] * 6, now=1000.0)
+    batches = {"b1": (32, ALONE), "b2": (32, ALONE)}
+    left = estimate.left(2, batches, [(1, OWN)] * 6, now=1000.0)
     batch = 1 + 120 + 21 + 31 * 1.0 - 24.5
     assert left == pytest.approx(batch + 3 * 21)
-    # A platform job that ended measures the others of its thread count: five left, three
-    # on one worker; one of two threads is measured apart.
-    estimate.took[1] = [12.0]
-    left = estimate.left(2, batches, [(1, 1)] * 5, now=1000.0)
-    assert left == pytest.approx(batch + 3 * 12)
-    estimate.took[2] = [40.0]
-    left = estimate.left(2, batches, [(1, 2), (1, 1), (1, 1)], now=1000.0)
-    assert left == pytest.approx(batch + 40)
+    # A platform job of a process of its own that ended measures the others of its kind:
+    # five left, three on one worker; one of two threads is measured apart.
+    estimate.took[OWN] = [32.0]
+    left = estimate.left(2, batches, [(1, OWN)] * 5, now=1000.0)
+    assert left == pytest.approx(batch + 3 * 32)
+    estimate.took[OWN_2] = [40.0]
+    left = estimate.left(2, batches, [(1, OWN_2), (1, OWN), (1, OWN)], now=1000.0)
+    assert left == pytest.approx(batch + 2 * 32)  # 40 on one worker, both others on the other
+
+
+def test_a_job_in_its_workers_process_measures_nothing_for_one_in_a_process_of_its_own():
+    """The workshop's own job runs in its worker, which keeps torch and the claims' imports;
+    the kernel variants each start a Python, import torch and train under other kernels.
+    After a recipe edit they took 9 s and about 35 s: the one measured no other kind, but
+    before one of its own kind has ended, a job of two threads is taken as those of one."""
+    estimate = Estimate()
+    estimate.hear([(1000.0, {**EARLY, "first": 24.0})])
+    estimate.took[ALONE] = [9.0]
+    assert estimate.left(1, {}, [(1, OWN)], now=1000.0) == pytest.approx(24.0)
+    estimate.took[OWN] = [35.0]
+    assert estimate.left(1, {}, [(1, OWN), (1, OWN_2)], now=1000.0) == pytest.approx(70.0)
+    assert kind_of(WORKSHOP) == ALONE and kind_of(MKL_AUTO) == OWN and kind_of(NATIVE) == OWN
 
 
 def test_nothing_is_said_while_a_running_batch_has_told_nothing():
-    assert Estimate().left(2, {"b1": (32, 1)}, [(1, 1)], now=0.0) is None
+    assert Estimate().left(2, {"b1": (32, ALONE)}, [(1, OWN)], now=0.0) is None
 
 
 def test_one_job_alone_starts_with_the_batches_so_that_the_others_are_measured_early():
     """After a recipe edit on two workers: two batches of 32 seeds and six platform jobs.
-    The workshop's own job goes to the second worker before its batch (each worker still
-    gets one batch); the job of two threads is never the one measured for the others."""
+    A job of a process of its own goes to the second worker before its batch (each worker
+    still gets one batch): most jobs alone are of that kind; the job of two threads is never
+    the one measured for the others."""
     platform = [Job(v, None) for v in [*per_machine(), *one_setting_varied(avx512=True)]]
     seeds = [Job(v, None) for v in seed_variants(["sampler", "init"], 32)]
     tasks = batches([*platform, *seeds], workers=2)
     assert [len(t) for t in tasks] == [32, 1, 32, 1, 1, 1, 1, 1]
-    assert tasks[1][0].variant is WORKSHOP
+    assert tasks[1][0].variant is MKL_AUTO
     assert tasks[3][0].variant.threads == 2  # the longest of the rest first
     assert sorted(j.variant.name for t in tasks for j in t) == sorted(
         j.variant.name for j in [*platform, *seeds]

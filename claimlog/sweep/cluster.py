@@ -40,7 +40,7 @@ from claimlog.platform import (
     apply,
 )
 from claimlog.sweep.job import Checkout, pack, run_batch, run_variant, worker_cache
-from claimlog.sweep.progress import PROGRESS, Estimate
+from claimlog.sweep.progress import PROGRESS, Estimate, Kind
 from claimlog.sweep.variants import (
     ATEN_AVX512,
     MKL_AUTO,
@@ -373,7 +373,12 @@ def batches(jobs: Sequence[Job], workers: int) -> list[list[Job]]:
     # The longest first, so that none is left to end the sweep alone: a job of more threads
     # shares the machine's cores with the others' (a stable sort: else the plan's order).
     alone = sorted(([j] for j in jobs if id(j) not in batched), key=lambda t: -t[0].variant.threads)
-    early = next((t for t in alone if t[0].variant.threads == 1 and t[0].workers is None), None)
+    # The job measured early is one of a process of its own where there is one: those cost
+    # their process's start and their own training, and most of the jobs alone are of them.
+    early = next(
+        (t for t in alone if kind_of(t[0].variant) == (1, True) and t[0].workers is None),
+        next((t for t in alone if t[0].variant.threads == 1 and t[0].workers is None), None),
+    )
     if early is None or not grouped:
         return [*grouped, *alone]
     alone.remove(early)
@@ -489,7 +494,7 @@ def run(
             found = lead.get("together")
             alone = float(lead.get("alone", 0.0)) if found == "the same bits" else 0.0
             if len(task) == 1 and "seconds" in results[0]:
-                took = estimate.took.setdefault(task[0].variant.threads, [])
+                took = estimate.took.setdefault(kind_of(task[0].variant), [])
                 took.append(float(results[0]["seconds"]))
             written = []
             for job, result in zip(task, results, strict=True):
@@ -551,15 +556,23 @@ def _standing(
         return None, []
     running, waiting, names = {}, [], []
     for future, task in futures.items():
-        shape = (len(task), task[0].variant.threads)
+        shape = (len(task), kind_of(task[0].variant))
         if str(future.key) in executing:
             running[str(future.key)] = shape
             more = f" and {len(task) - 1} more" if len(task) > 1 else ""
             names.append(task[0].variant.name + more)
         elif not future.done():
             waiting.append(shape)
-    waiting += [(len(t), t[0].variant.threads) for _, t in later]
+    waiting += [(len(t), kind_of(t[0].variant)) for _, t in later]
     return estimate.left(workers, running, waiting), sorted(names)
+
+
+def kind_of(variant: Variant) -> Kind:
+    """What a job alone costs like (`Estimate`): its thread count, and whether it runs in a
+    process of its own (another kernel setting, or the machine's own kernels: it starts
+    Python, imports torch and trains its runs there) or in its worker's (`job.in_this_process`
+    on a local cluster)."""
+    return variant.threads, bool(variant.settings or variant.native or variant.threads != 1)
 
 
 def _batches(tasks: Sequence[Sequence[Job]]) -> str:

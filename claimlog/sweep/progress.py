@@ -23,6 +23,9 @@ from typing import Any
 # The Dask event topic on which a batch tells the sweep's client what it measured so far.
 PROGRESS = "claimlog-sweep-progress"
 
+# What a job alone costs like: its threads, and whether it runs in a process of its own.
+Kind = tuple[int, bool]
+
 
 class Phases:
     """What a batch has measured, told to the sweep's client as it goes (a Dask event on
@@ -76,8 +79,11 @@ def batch_seconds(facts: Mapping[str, Any]) -> float | None:
     measured yet)."""
     before = float(facts.get("collect", 0.0)) + float(facts.get("session") or 0.0)  # spent
     together = float(facts.get("together_seconds", 0.0))
-    if facts.get("apart"):  # its seeds train one at a time: each costs a seed alone
-        return before + together + int(facts["seeds"]) * _alone(facts)
+    if facts.get("apart"):
+        # Its seeds train one at a time (or train nothing): each later one costs what the
+        # first did, until the later ones have measured themselves.
+        later = float(facts.get("seed_seconds") or _alone(facts))
+        return before + together + _alone(facts) + (int(facts["seeds"]) - 1) * later
     done = float(facts.get("together_done", 0.0))
     if done < 0.01:
         return None
@@ -101,12 +107,13 @@ def time_left(
 
 class Estimate:
     """The sweep's estimate of its time left: what its batches told (`Phases`), what its
-    single jobs took (by their thread count: on a shared machine a job of two threads takes
-    longer than one of one), and when each running single job was first seen running."""
+    single jobs took, by their kind (`Kind`: on a shared machine a job of two threads takes
+    longer than one of one, and one in a process of its own pays its start and its own
+    training), and when each running single job was first seen running."""
 
     def __init__(self) -> None:
         self.told: dict[str, tuple[float, Mapping[str, Any]]] = {}  # task key: (when, facts)
-        self.took: dict[int, list[float]] = {}  # single jobs' seconds, by their threads
+        self.took: dict[Kind, list[float]] = {}  # single jobs' seconds, by their kind
         self.began: dict[str, float] = {}  # running single job's key: when first seen
 
     def hear(self, events: Sequence[tuple[float, Mapping[str, Any]]]) -> None:
@@ -122,10 +129,13 @@ class Estimate:
         estimated = [facts for facts in told if "alone_prior" in facts]
         return next((_alone(facts) for facts in [*measured, *estimated]), None)
 
-    def _single(self, threads: int) -> float | None:
-        """A single job's whole time: the mean of those of its thread count that ended, or,
-        before one has, what one seed costs alone."""
-        took = self.took.get(threads)
+    def _single(self, kind: Kind) -> float | None:
+        """A single job's whole time: the mean of those of its kind that ended; else of
+        those that ran where it runs (in a process of its own or not), whatever their
+        threads; or, before any has, what one seed costs alone."""
+        took = self.took.get(kind) or [
+            t for (_, own), times in self.took.items() if own == kind[1] for t in times
+        ]
         return sum(took) / len(took) if took else self._seed_alone()
 
     def _per_seed(self) -> float | None:
@@ -139,19 +149,19 @@ class Estimate:
     def left(
         self,
         workers: int,
-        running: Mapping[str, tuple[int, int]],
-        waiting: Sequence[tuple[int, int]],
+        running: Mapping[str, tuple[int, Kind]],
+        waiting: Sequence[tuple[int, Kind]],
         now: float | None = None,
     ) -> float | None:
         """Seconds until the sweep ends. `running`: each running task's key, its seeds (1: a
-        single job) and its threads; `waiting`: each waiting task's, in submission order."""
+        single job) and its kind; `waiting`: each waiting task's, in submission order."""
         now = time.time() if now is None else now
         per_seed = self._per_seed()
         left: list[float | None] = []
-        for key, (seeds, threads) in running.items():
+        for key, (seeds, kind) in running.items():
             if seeds == 1:
                 began = self.began.setdefault(key, now)
-                single = self._single(threads)
+                single = self._single(kind)
                 left.append(None if single is None else max(0.0, single - (now - began)))
                 continue
             when, facts = self.told.get(key, (now, {}))
@@ -159,7 +169,7 @@ class Estimate:
             elapsed = float(facts.get("elapsed", 0.0)) + (now - when)
             left.append(None if total is None else max(0.0, total - elapsed))
         whole = [
-            self._single(threads) if seeds == 1 else None if per_seed is None else per_seed * seeds
-            for seeds, threads in waiting
+            self._single(kind) if seeds == 1 else None if per_seed is None else per_seed * seeds
+            for seeds, kind in waiting
         ]
         return time_left(workers, left, whole)
