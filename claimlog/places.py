@@ -9,6 +9,7 @@
       evidence/      the sweep's fragments and tables (fragility.*, robustness.*), the published log
     docs/sweep.md, docs/platforms.md   pages with sections the sweep writes (where they exist)
       environment.json   the platform that recorded the snapshots
+      keys.json          the code that recorded them: each claim's key
     obtained/        git-ignored: what a normal run computed (results.log, diagrams/), and
                      the update's undo journal (.update/)
 
@@ -66,6 +67,12 @@ class Places:
     @property
     def environment(self) -> Path:
         return self.snapshots / "environment.json"
+
+    @property
+    def recorded_keys(self) -> Path:
+        """Each claim's key (`claimlog.evidence.keys`) as the update that recorded the
+        snapshots found it: what code they are of."""
+        return self.snapshots / "keys.json"
 
     @property
     def fragility_json(self) -> Path:

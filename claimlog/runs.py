@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import ExitStack
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from filelock import Timeout
@@ -39,7 +39,8 @@ class TrainedRuns:
     again. The entry's description holds the run's own (`Training.describe`: its history)
     beside those inputs, so that `kept_names` tells which runs are there without torch.
     `session` and `recompute` are the `Memo`'s; `prepare` runs before the first training (the
-    engine imports torch with the session's thread count there).
+    engine imports torch with the session's thread count there); `hear` surrounds each run
+    trained alone (the engine hears its kernels there, as it computes them).
 
     Given the workshop's `together` (`claimlog.declaration.Together`, asked for only once a
     run is missing: it may import torch), `prefetch` trains the runs of one shape at once
@@ -59,8 +60,10 @@ class TrainedRuns:
         recompute: bool = False,
         prepare: Callable[[], object] = lambda: None,
         together: Callable[[], Together] | None = None,
+        hear: Callable[[str], AbstractContextManager[object]] = lambda name: nullcontext(),
     ) -> None:
         self.training = training
+        self.hear = hear
         self.recipe = recipe
         self._make_together = together
         self._together: Together | None = None
@@ -222,7 +225,8 @@ class TrainedRuns:
 
         def train() -> Any:
             self._prepare()
-            return self.training.train(name, self.recipe, key)
+            with self.hear(name):
+                return self.training.train(name, self.recipe, key)
 
         return self.memo.get(
             name,
@@ -277,7 +281,8 @@ def train_together(members: Sequence[tuple[TrainedRuns, str]], *, wait: bool = T
                 first.memo.on_event(Event(APART, "run", names, len(todo)))
             for runs, name in todo:
                 started = time.perf_counter()
-                run = runs.training.train(name, runs.recipe, runs.kept_key(name))
+                with runs.hear(name):
+                    run = runs.training.train(name, runs.recipe, runs.kept_key(name))
                 runs.keep(name, run, time.perf_counter() - started, {})
             return
         started = time.perf_counter()

@@ -249,9 +249,10 @@ class Memo:
         self.on_event(Event(COMPUTED, self.kind, name, dict(detail) if detail else None, seconds))
 
     def peek(self, key: str, decode: Callable[[Entry], T]) -> T | None:
-        """The kept result for `key` if there is a sound one, without computing anything."""
+        """The kept result for `key` if there is a sound one this memo would use (under
+        `recompute`, one of this session's), without computing anything."""
         found = None if self.store is None else self.store.get(key)
-        if not isinstance(found, Entry):
+        if not isinstance(found, Entry) or not self._usable(found):
             return None
         try:
             return decode(found)

@@ -2,7 +2,8 @@
 
 The record is what the text cites and a reviewer diffs: `captures/`, `diagrams/`,
 `snapshots/text/`, `snapshots/numbers/`, the sweep's evidence (`snapshots/evidence/`, which
-an update brings up to the checkout before its claims run) and `snapshots/environment.json`.
+an update brings up to the checkout before its claims run), `snapshots/environment.json` and
+`snapshots/keys.json`.
 Some documents join the transaction too, wherever they are: the journal names them. An update
 given the workshop's text (`--workshop DIR`) rewrites the quotes that moved, and one that
 merges the evidence rewrites the documentation's sections the sweep generates. Only a
@@ -56,8 +57,9 @@ def record_files(places: Places) -> Iterator[Path]:
     for folder in places.record_folders:
         if folder.is_dir():
             yield from sorted(p for p in folder.rglob("*") if p.is_file())
-    if places.environment.is_file():
-        yield places.environment
+    for file in (places.environment, places.recorded_keys):
+        if file.is_file():
+            yield file
 
 
 LOOK = 10.0  # seconds at most that another session's look for an interrupted update takes

@@ -62,10 +62,12 @@ def test_a_computations_kernels_are_its_operators_shapes_and_bits_replayed_alike
     assert kernels.fingerprint(once) == kernels.fingerprint(again)
 
 
-def test_a_loop_whose_scalars_change_every_step_is_stopped_once_its_kernels_are_known():
+def test_the_record_hears_a_computation_to_its_end_and_checks_only_its_first_steps():
     """Adam calls the same kernels with a new step size every step: each step is a new
-    signature, but no new kernel. Recording stops after `QUIET` calls of known kernels, as
-    for SGD, instead of running the loop to its end (or to `CAP`)."""
+    signature, but no new kernel. The two starts that check the computation is deterministic
+    stop after `QUIET` calls of known kernels; the start that hears it runs to its end, and
+    hears the evaluation there, on another shape, which the module call that starts it
+    announces (issue 59: a recorder that stopped inside the loop never saw it)."""
     import torch
     from torch import nn
 
@@ -81,12 +83,14 @@ def test_a_loop_whose_scalars_change_every_step_is_stopped_once_its_kernels_are_
             opt.zero_grad()
             net(x).square().mean().backward()
             opt.step()
+        with torch.no_grad():
+            net(torch.linspace(-1, 1, 14).reshape(7, 2))  # the evaluation at the end
 
     recorded = kernels.record("adam fit", adam_fit)
-    started = len(steps) // 2  # the record starts it twice
-    assert started < 200, started  # a step is ~50 calls: QUIET is about 30 steps
-    described = {kernels.describe_kernel(k).split(" ")[0] for k in recorded}
-    assert {"aten.addcdiv_.default", "aten.addmm.default"} <= described
+    assert 2_000 < len(steps) < 2_000 + 2 * 200  # a step is ~50 calls: QUIET is ~30 steps
+    described = [kernels.describe_kernel(k) for k in recorded]
+    assert {"aten.addcdiv_.default", "aten.addmm.default"} <= {d.split(" ")[0] for d in described}
+    assert any(d.startswith("aten.addmm.default") and "[7, 2]" in d for d in described), described
 
 
 def test_recording_leaves_the_global_generators_as_they_were():
@@ -390,6 +394,86 @@ def test_a_workshop_recorded_on_one_mkl_path_is_another_platform_on_the_other(mk
     said = pytest_in(folder, intel)
     assert "this platform is new to the evidence" in said and "reused 1 result" in said
     assert git(folder, "status", "--porcelain") == ""
+
+    # An edit of the recipe fails as an edit on both paths, never as drift: no sweep has
+    # measured this workshop, but its update kept each claim's key beside the snapshots.
+    assert (
+        "test_circle.py::test_the_net_learns_the_circle"
+        in (folder / "snapshots/keys.json").read_text()
+    )
+    experiment = folder / "circle" / "experiment.py"
+    experiment.write_text(experiment.read_text().replace("steps: int = 300", "steps: int = 299"))
+    for env in (zen, intel):
+        said = pytest_in(folder, env, passes=False)
+        assert "its claim changed since the snapshots were recorded" in said
+        assert "FAILED claims/test_circle.py::test_the_net_learns_the_circle" in said
+
+
+# Run under one MKL path: the record's kernels that give other bits here are dropped from it,
+# and its fingerprint written again, as a record would read that never heard them (kernels
+# the workshop calls only late, or only on some machines): then this machine's fingerprint is
+# the reference's, yet its numbers are not.
+FORGET_WHAT_SETS_IT_APART = """
+import json
+from pathlib import Path
+
+from claimlog.platform import apply
+
+apply()  # the reference kernels, as a session computes under them, before torch is imported
+import torch
+
+from claimlog.kernels import fingerprint, replay
+
+torch.set_num_threads(1)
+environment = Path("snapshots/environment.json")
+record = json.loads(environment.read_text())
+here = replay(record["kernels"])
+record["kernels"] = {k: bits for k, bits in record["kernels"].items() if here[k] == bits}
+record["fingerprint"] = fingerprint(record["kernels"])
+environment.write_text(json.dumps(record, indent=2, sort_keys=True) + "\\n")
+"""
+
+
+@pytest.mark.slow
+def test_a_machine_with_the_references_fingerprint_that_computes_otherwise_is_found_out(
+    mkl_paths, tmp_path
+):
+    """A fingerprint can only hold the kernels its record heard. Where a machine gives the
+    reference's bits for all of them and numbers move all the same, the claim unedited, its
+    computations are heard here to their last kernel before anything fails: a kernel the
+    record never heard, or one with other bits, makes it another platform (the numbers drift,
+    the statements are judged, it passes); none makes the failure stand, saying so."""
+    folder = write_workshop(tmp_path / "circle")
+    zen, intel = preloaded(mkl_paths["zen"]), preloaded(mkl_paths["intel"])
+    pytest_in(folder, zen, "--snapshot-update")
+    git(folder, "init", "-q")
+    git(folder, "add", ".")
+    git(folder, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "recorded")
+
+    env = {k: v for k, v in intel.items() if k != "CLAIMLOG_KERNEL_DEFAULTS"}
+    subprocess.run(
+        [sys.executable, "-c", FORGET_WHAT_SETS_IT_APART], cwd=folder, env=env, check=True
+    )
+    said = pytest_in(folder, intel, "--cache-clear")
+    found_out = said.split("this platform is not the reference after all")[-1]
+    assert "this platform is not the reference after all" in said, said[-3000:]
+    assert "is called here, and the record never was" in found_out
+    assert "aten.addmm.default on float32 [32], float32 [300, 32], float32 [32, 32]" in found_out
+    assert "result, final loss: snapshot" in found_out and "3 passed" in said
+
+    # On the path it was recorded on, a number changed by hand in the snapshot: every kernel
+    # the computation calls is the record's, with its bits, so the difference fails.
+    git(folder, "checkout", "-q", "snapshots")
+    numbers = folder / "snapshots/numbers/claims/test_circle/test_the_net_learns_the_circle.csv"
+    stored = numbers.read_text().splitlines()
+    loss = next(i for i, line in enumerate(stored) if line.startswith('"result, final loss"'))
+    value = float(stored[loss].split(",")[-1])
+    stored[loss] = f'"result, final loss",{value * (1 + 1e-7)!r}'
+    numbers.write_text("\n".join(stored) + "\n")
+    said = pytest_in(folder, zen, passes=False)
+    assert "FAILED claims/test_circle.py::test_the_net_learns_the_circle" in said
+    assert "each one its computations call, heard here to the last, is the record's" in said
+    assert "not the reference after all" not in said
 
 
 @pytest.mark.slow

@@ -84,6 +84,28 @@ def test_on_a_new_platform_a_reading_without_fresh_evidence_that_moved_fails():
     )
 
 
+def test_on_a_new_platform_a_claim_the_record_says_is_unedited_drifts_without_any_sweep():
+    """A workshop no sweep measured: the update that recorded its snapshots kept each claim's
+    key beside them (snapshots/keys.json). Where the claim's key is still that one, its code
+    and recipe are the record's, and a number that moved with the platform is drift; where
+    it is not (an edit), it fails, and on the reference any move fails all the same."""
+    here = reading(3015.3, TIMES, "S4 plain ratio")
+    stored = {RATIO_NAME: 3016.2}
+    [d] = compare_readings([here], stored, LINES, EMPTY, ON_NEW, edited=False)
+    assert d.drift
+    [d] = compare_readings([here], stored, LINES, EMPTY, ON_NEW, edited=True)
+    assert not d.drift
+    [d] = compare_readings([here], stored, LINES, EMPTY, ON_REFERENCE, edited=False)
+    assert not d.drift
+    # An edit fails even below the printed precision, where a platform's move is nothing.
+    below = {RATIO_NAME: 3015.31}
+    assert compare_readings([here], below, LINES, EMPTY, ON_NEW, edited=False) == []
+    [d] = compare_readings([here], below, LINES, EMPTY, ON_NEW, edited=True)
+    assert not d.drift and d.describe().endswith(
+        "its claim changed since the snapshots were recorded)"
+    )
+
+
 def test_on_a_new_platform_a_move_below_the_printed_precision_is_nothing_to_report():
     here = reading(3015.30, TIMES, "S4 plain ratio")
     assert compare_readings([here], {RATIO_NAME: 3015.40}, LINES, EMPTY, ON_NEW) == []

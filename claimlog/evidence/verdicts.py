@@ -17,10 +17,11 @@ is stored is judged:
 - on a **new** platform (another fingerprint, another torch, another architecture), any
   number may move: its fingerprint says it computes otherwise. Every claim's sentence is
   asserted on what it computed (in the claim, before any comparison), so a red result means
-  the text is wrong; a number that moved while the evidence's keys say the recipe and code
-  are those of the record is drift, named with both values, and passes. A number whose
-  evidence is of another key, or that has none (the claim or what it computes changed since
-  the sweep), fails where it moved: an edit is never taken for drift;
+  the text is wrong; a number that moved while the keys say the recipe and code are those of
+  the record (the evidence's, or those the update that recorded the snapshots kept beside
+  them, `snapshots/keys.json`, for a workshop no sweep measured) is drift, named with both
+  values, and passes. A number whose claim's code changed since the record fails where it
+  moved: an edit is never taken for drift;
 - under `--strict-numbers`, on any platform, every number is compared with its snapshot and
   any difference fails.
 
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -112,6 +113,7 @@ class Difference:
     drift: bool  # True: reported, not failed (a new platform); False: a failure
     compared_with: str = "snapshot"
     stale: bool = False  # its evidence is of other code: its claim changed since the sweep
+    edited: bool = False  # its claim changed since the snapshots were recorded (keys.json)
 
     def describe(self) -> str:
         """'S4 plain ratio, times smaller: snapshot 3015, here 3017 (log line 40, robust)'."""
@@ -122,22 +124,24 @@ class Difference:
                 f"{self.compared_with} {self.stored.value!r}, here {self.here.value!r} "
                 f"(both print {self.here.printed})"
             )
-        status = status_of(self.evidence, self.stale)
+        status = status_of(self.evidence, self.stale, self.edited)
         return f"{self.here.name}: {values} (log line {self.line}, {status})"
 
 
 NO_EVIDENCE = "no evidence of it yet"  # no sweep measured it
 STALE = "its evidence is of other code: its claim changed since the sweep"  # an edit's
+EDITED = "its claim changed since the snapshots were recorded"  # an edit, where no sweep ran
 RECIPE = "a setting of the recipe"  # a moved reading the recipe fills: no platform computes it
 
 
-def status_of(evidence: ReadingEvidence | None, stale: bool = False) -> str:
+def status_of(evidence: ReadingEvidence | None, stale: bool = False, edited: bool = False) -> str:
     """Its platform verdict, robust or fragile, as the evidence says; without evidence
     nothing is known of it, and it is judged as robust: say why, an edit (the evidence is of
-    other code, `stale`) or a reading no sweep measured yet."""
+    other code, `stale`; or, where no sweep ran, the claim's key is not the one the record
+    kept, `edited`) or a reading no sweep measured yet."""
     if evidence is not None:
         return evidence.platform_verdict
-    return STALE if stale else NO_EVIDENCE
+    return STALE if stale else EDITED if edited else NO_EVIDENCE
 
 
 def _same(a: float, b: float) -> bool:
@@ -149,18 +153,20 @@ def judge_reading(
     compared: Reading,
     exact: bool,
     evidence: ReadingEvidence | None,
+    edited: bool | None = None,
 ) -> bool | None:
     """None: nothing to say; False: a failure; True: drift (the rules of the module's
-    docstring). On a platform judged inexactly, a moved reading is drift only while it has
-    fresh evidence: the evidence's key, the claim's in this checkout, says nothing was
-    edited."""
+    docstring). On a platform judged inexactly, a moved reading is drift only while the keys
+    say nothing was edited: it has fresh evidence (the evidence's key is the claim's in this
+    checkout), or its claim is known not to be `edited` since the snapshots were recorded
+    (None: not known)."""
     if _same(here.as_float(), compared.as_float()):
         return None
-    if exact:
-        return False
+    if exact or edited is True:
+        return False  # an edit moves a number whatever the platform: the snapshot is of old code
     if here.printed == compared.printed:
         return None  # below the printed precision: nothing the text quotes moved
-    return evidence is not None
+    return evidence is not None or edited is False
 
 
 def compare_readings(
@@ -169,10 +175,12 @@ def compare_readings(
     line_of: Mapping[str, int],
     fragility: Fragility,
     standing: Standing = REFERENCE_STANDING,
+    edited: bool | None = None,
 ) -> list[Difference]:
     """Every reading of `here` that differs from what it is compared with (by name, at full
-    precision). Readings with no stored value are not differences: the caller reports them
-    as missing."""
+    precision), its claim `edited` since the snapshots were recorded or not (None: not
+    known, a record that kept no keys). Readings with no stored value are not differences:
+    the caller reports them as missing."""
     out: list[Difference] = []
     for reading in here:
         if reading.name not in stored:
@@ -180,12 +188,13 @@ def compare_readings(
         value, exact = standing.expected_reading(reading.name, stored[reading.name])
         compared = reading.with_value(reading.value_from_float(value))
         evidence = fragility.reading(reading.name)
-        drift = judge_reading(reading, compared, exact, evidence)
+        drift = judge_reading(reading, compared, exact, evidence, edited)
         if drift is not None:
             line = line_of[reading.key]
             where = standing.compared_with if exact else "snapshot"
             stale = reading.name in fragility.stale
-            out.append(Difference(reading, compared, line, evidence, drift, where, stale))
+            difference = Difference(reading, compared, line, evidence, drift, where, stale)
+            out.append(replace(difference, edited=edited is True))
     return out
 
 

@@ -280,6 +280,7 @@ class Controller:
             self._tidy_numbers(session)
         if full and s.update and self.log is not None and self.log.complete and self.platform:
             self._record_reference(self.platform)
+            self._record_keys()
         elif s.update and self.session.reference() is None and holds_snapshots(s.places):
             # The next run without --snapshot-update stops on it: say so now, and why.
             self.summary.append(
@@ -366,6 +367,15 @@ class Controller:
                 f"{now.describe()} ({now.id}), not of {before.describe()} ({before.id}); "
                 f"the evidence of the old reference is stale: {self.session.workshop.sweep_command}"
             )
+
+    def _record_keys(self) -> None:
+        """Beside the snapshots, the code they are of: each claim's key. A run on another
+        platform tells by it an edit (a failure) from a number its platform moved (drift),
+        where no sweep has measured the workshop."""
+        keys = json.dumps(dict(sorted(self.settings.keys.items())), indent=1) + "\n"
+        path = self.settings.places.recorded_keys
+        if not path.is_file() or path.read_text() != keys:
+            atomic_write(path, keys)
 
     def _keep_for_the_next_run(self, keyed_by: Platform, recorded: Platform) -> None:
         """This session kept its runs and results under the fingerprint of the kernels the

@@ -29,6 +29,8 @@ import json
 import pickle
 import platform
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext, suppress
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -36,6 +38,7 @@ import numpy as np
 import pytest
 
 from claimlog.evidence.tables import Table
+from claimlog.kernels import NotDeterministic
 from claimlog.log.lines import VERSIONS
 from claimlog.machine import import_for_the_whole_process, import_torch, installed
 from claimlog.plugin.numbers import NumberSnapshots
@@ -59,6 +62,7 @@ from claimlog.store import (
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
 
+    from claimlog.declaration import Together
     from claimlog.evidence.fragility import Fragility
     from claimlog.evidence.verdicts import Standing
     from claimlog.log.lines import LogLine
@@ -141,19 +145,26 @@ def results_log(request: pytest.FixtureRequest) -> ResultsLog:
 
 
 # -- computed results, kept in pytest's cache -----------------------------------------------
+Heard = Callable[[str, Callable[[], object], str], AbstractContextManager[None]]
+
+
 class Computed:
     """Results by name, each computed at most once per key and kept by `memo` (a `Memo` of
-    kind "result"). `inputs`: what every result depends on besides its name."""
+    kind "result"). `inputs`: what every result depends on besides its name. The session
+    hears each result computed (`hear`: its kernels, as it computes them), and learns of each
+    result a claim reads what a run of it shows (`probe`: its kernels, recorded)."""
 
     def __init__(
         self,
         memo: Memo,
         inputs: Mapping[str, str],
         probe: Callable[[str, Callable[[], object], str], None] = lambda name, compute, key: None,
+        hear: Heard = lambda name, compute, key: nullcontext(),
     ) -> None:
         self.memo = memo
         self.inputs = dict(inputs)
-        self._probe = probe  # what the engine learns of a computation first (its kernels)
+        self._probe = probe
+        self._hear = hear
         self._done: dict[str, Any] = {}
 
     @classmethod
@@ -162,7 +173,8 @@ class Computed:
         the workshop's code (`Declaration.computing`), its `recipe` and the platform."""
         code = source_digest(python_files(session.workshop.computing))
         inputs = {"source": code, "workshop": repr(recipe), **where}
-        return cls(session.memo("results", "result"), inputs, session.note_kernels)
+        memo = session.memo("results", "result")
+        return cls(memo, inputs, session.note_kernels, session.hearing)
 
     def key(self, name: str) -> str:
         return digest(json.dumps({"result": name, **self.inputs}, sort_keys=True))
@@ -178,21 +190,26 @@ class Computed:
     def get(self, name: str, compute: Callable[[], T]) -> T:
         """The result `name`: kept from before, or computed now by `compute()` and kept."""
 
+        key = self.key(name)
+
         def computing() -> T:
             import_torch()  # with this session's thread count, before the workshop imports it
-            return compute()
+            with self._hear(name, compute, key):
+                return compute()
 
         if name not in self._done:
-            key = self.key(name)
-            self._probe(name, compute, key)
-            self._done[name] = self.memo.get(
-                name,
-                key,
-                computing,
-                encode=lambda value: pickle.dumps(value, protocol=5),
-                decode=lambda entry: pickle.loads(entry.content),
-                about=lambda value: {"inputs": self.inputs},
-            )
+            # Refused as not deterministic where it was heard: nothing of it was kept, and the
+            # probe refuses it in one line.
+            with suppress(NotDeterministic):
+                self._done[name] = self.memo.get(
+                    name,
+                    key,
+                    computing,
+                    encode=lambda value: pickle.dumps(value, protocol=5),
+                    decode=lambda entry: pickle.loads(entry.content),
+                    about=lambda value: {"inputs": self.inputs},
+                )
+            self._probe(name, compute, key)  # heard as it computed, or run whole again
         return self._done[name]  # type: ignore[no-any-return]
 
 
@@ -286,22 +303,43 @@ def run_cache(
     store = claims.kept(RUNS_CACHE)
     if store is None and worker is not None:
         store = Store(tmp_path_factory.getbasetemp().parent / claims.cache_folder(RUNS_CACHE))
-    together = None if claims.settings.alone else claims.workshop.together
-    runs = TrainedRuns(
-        claims.training(),
-        recipe,
-        where=lambda: claims.platform.cache_fields(),  # torch's facts: kept
-        store=store,
-        on_event=note,
-        session=claims.session_id,
-        recompute=claims.settings.recompute,
-        prepare=import_torch,
-        together=together,
+    training = claims.training()
+    needed: tuple[str, ...] = pytestconfig.stash.get(NEEDED_RUNS, ())
+
+    def hear(name: str) -> AbstractContextManager[object]:
+        """A run trained alone, heard as it trains where its kernels are to be recorded."""
+        compute = partial(training.train, name, recipe, "")
+        return claims.hearing(f"run {name}", compute, trained.key(name))
+
+    def made(together: Callable[[], Together] | None) -> TrainedRuns:
+        return TrainedRuns(
+            training,
+            recipe,
+            where=lambda: claims.platform.cache_fields(),  # torch's facts: kept
+            store=store,
+            on_event=note,
+            session=claims.session_id,
+            recompute=claims.settings.recompute,
+            prepare=import_torch,
+            together=together,
+            hear=hear,
+        )
+
+    trained = made(None)
+    # A run whose kernels are to be recorded trains alone, heard from its first kernel to its
+    # last (trained together, it would call its group's kernels, of other shapes): its
+    # training is the one that runs anyway, so hearing it costs no second training.
+    hearing = claims.records_kernels() and any(
+        not claims.kernels_known(f"run {n}", trained.key(n)) for n in needed
     )
-    if worker is not None or together is not None:  # `together` imports torch only if asked
-        needed: tuple[str, ...] = pytestconfig.stash[NEEDED_RUNS]
-        runs.prefetch(needed)
-    return runs
+    together = None if claims.settings.alone or hearing else claims.workshop.together
+    if together is not None:
+        trained = made(together)
+    # Up front: a worker shares the training; runs of a shape train together; and a run to
+    # be heard is heard here, before a claim asks for its kernels (`DeclaredRuns.get`).
+    if worker is not None or together is not None or hearing:
+        trained.prefetch(needed)
+    return trained
 
 
 class DeclaredRuns:

@@ -61,6 +61,9 @@ CITATION = "claimlog citation"  # set by a citation of the workshop's text, not 
 REWRITE = "claimlog rewrite"  # under an update: a quote of the text rewritten (Rewrite as JSON)
 # Under an update: a quote not rewritten, and why: on purpose, or no longer true (Left as JSON).
 LEFT = "claimlog left"
+# Where the fingerprint is the reference's and a number moved: a kernel, heard here, that sets
+# this machine apart from the record (`ClaimSession.examine`), for people.
+EXAMINED = "claimlog examined"
 
 
 # -- what the controller learns of each claim -----------------------------------------------
@@ -84,6 +87,7 @@ class ClaimOutcome:
     cited: tuple[int, ...] = ()  # a citation's: the log lines it names
     rewrites: list[Rewrite] = field(default_factory=list)  # a citation's, under an update
     left: list[Left] = field(default_factory=list)  # its quotes an update left, and why
+    examined: list[str] = field(default_factory=list)  # what sets this machine apart, found
     sentence: str = ""
     why: str = ""  # a failure's reason, in one line: what pytest's report calls its crash
     failed: bool = False
@@ -152,8 +156,9 @@ class ClaimOutcome:
             self.cited = tuple(int(n) for n in value)
         elif name == CITATION:
             self.citation = True
-        elif name in (DRIFT, NOTE):
-            _once(self.drift if name == DRIFT else self.notes, str(value))
+        elif name in (DRIFT, NOTE, EXAMINED):
+            said = {DRIFT: self.drift, NOTE: self.notes, EXAMINED: self.examined}[name]
+            _once(said, str(value))
         elif name == TITLE:
             _once(self.titles, dict(value))
         elif name == REWRITE:

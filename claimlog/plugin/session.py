@@ -29,9 +29,10 @@ which writes the session's files and summary.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,14 +42,17 @@ import pytest
 from claimlog.declaration import Declaration, Training
 from claimlog.evidence.fragility import Fragility
 from claimlog.evidence.fragility import load as load_fragility
-from claimlog.evidence.fragments import FragmentStore, seed_variant_name
+from claimlog.evidence.fragments import FragmentStore, claim_of, seed_variant_name
 from claimlog.evidence.keys import claim_keys
 from claimlog.evidence.verdicts import HELD, NEW, REFERENCE, Standing
 from claimlog.kernels import (
+    Listening,
     NotDeterministic,
+    apart_from_record,
     fingerprint,
     kept_kernel_bits,
     kernel_bits,
+    kernels_of,
     record,
     recording,
     reference_kernels,
@@ -96,6 +100,9 @@ class ClaimSession:
         self.events: list[Event] = []  # what this process (and its workers) kept or reused
         self.recorded: dict[str, tuple[str, ...]] = {}  # kernels called, by computation
         self.refused: list[str] = []  # computations refused as not deterministic
+        # Every computation this process asked for (to examine a number that moved), by name.
+        self.computations: dict[str, Callable[[], object]] = {}
+        self._examined: dict[str, list[str]] = {}
         # With --workshop: the numbers of the text that cite no line, by document.
         self.uncited: dict[str, list[Uncited]] = {}
         self.transaction: Update | None = None  # the update's, on the controller
@@ -308,6 +315,23 @@ class ClaimSession:
         what this process read of it, and where its platform stood, is read again."""
         self._fragility = self._fresh = self._standing = None
 
+    @cached_property
+    def _recorded_keys(self) -> dict[str, str] | None:
+        try:
+            found = json.loads(self.settings.places.recorded_keys.read_text())
+        except (OSError, ValueError):
+            return None  # recorded before the record kept its keys: nothing is known
+        return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else None
+
+    def edited_since_recorded(self, nodeid: str) -> bool | None:
+        """Whether the claim `nodeid`, or what it computes, changed since the update that
+        recorded the snapshots (`snapshots/keys.json`); None where that is not known (a
+        record that kept no keys, a claim it kept none of)."""
+        claim, recorded = claim_of(nodeid), self._recorded_keys
+        if recorded is None or claim not in recorded:
+            return None
+        return recorded[claim] != self.settings.keys.get(claim, "")
+
     def stale_claims(self) -> list[str]:
         """The claims whose evidence in the committed table is of another key than this
         checkout's: their code, or what they compute, changed since the sweep."""
@@ -321,32 +345,96 @@ class ClaimSession:
         s = self.settings
         return s.update and not narrowed(self.config) and seed_variant_name(s.seeds) is None
 
-    def note_kernels(self, name: str, compute: Callable[[], object], key: str) -> None:
+    def note_kernels(
+        self,
+        name: str,
+        compute: Callable[[], object],
+        key: str,
+        whole: Mapping[str, str] | None = None,
+    ) -> None:
         """Under an update that records the reference: the kernels of the computation `name`,
-        started twice (`claimlog.kernels.record`); a computation that gives other bits the
-        second time fails the claim in one line, before anything is recorded. Kept in
-        pytest's cache under the computation's own `key` (its code, recipe and platform) and
-        how it is recorded: an update after an edit of the text records nothing again."""
+        from its first call to its last, as it was heard computing (`whole`, `hearing`) or
+        run whole once more, then started twice (`claimlog.kernels.record`); a computation
+        that gives other bits the second time fails the claim in one line, before anything
+        is recorded. Kept in pytest's cache under the computation's own `key` (its code,
+        recipe and platform) and how it is recorded: an update after an edit of the text
+        records nothing again."""
         __tracebackhide__ = True
+        self.computations.setdefault(name, compute)
         if name in self.recorded or not self.records_kernels():
             return
-
-        def recorded() -> list[str]:
-            import_torch()
-            return sorted(record(name, compute))
-
         try:
-            found = self.memo("kernels", "kernels").get(
-                name,
-                digest(json.dumps([key, recording()])),
-                recorded,
-                encode=lambda kernels: json.dumps(kernels).encode(),
-                decode=lambda entry: list(json.loads(entry.content)),
-            )
+            found = self._kernels_memo(name, compute, key, whole)
         except NotDeterministic as refused:
             self.refused.append(str(refused))
             pytest.fail(str(refused), pytrace=False)
-        self.recorded[name] = tuple(found or ())
+        self.recorded[name] = tuple(found)
+
+    def _kernels_memo(
+        self,
+        name: str,
+        compute: Callable[[], object],
+        key: str,
+        whole: Mapping[str, str] | None,
+    ) -> list[str]:
+        def recorded() -> list[str]:
+            import_torch()
+            return sorted(record(name, compute, whole))
+
+        found = self.memo("kernels", "kernels").get(
+            name,
+            self._kernels_key(key),
+            recorded,
+            encode=lambda kernels: json.dumps(kernels).encode(),
+            decode=lambda entry: list(json.loads(entry.content)),
+        )
+        return list(found or ())
+
+    def _kernels_key(self, key: str) -> str:
+        return digest(json.dumps([key, recording()]))
+
+    def kernels_known(self, name: str, key: str) -> bool:
+        """Whether the kernels of the computation `name` (under its `key`) need no recording:
+        none is recorded in this session, or its record is kept."""
+        if not self.records_kernels() or name in self.recorded:
+            return True
+        memo = self.memo("kernels", "kernels")
+        return memo.peek(self._kernels_key(key), lambda entry: entry.content) is not None
+
+    @contextlib.contextmanager
+    def hearing(self, name: str, compute: Callable[[], object], key: str) -> Iterator[None]:
+        """Around the computation `name` as it runs anyway (a run trained, a result computed):
+        where its kernels are to be recorded, it is heard from its first call to its last
+        (`claimlog.kernels.Listening`), and its record made and kept at once, so that no
+        claim runs it whole again to hear it. A computation refused as not deterministic is
+        refused (NotDeterministic), and kept by nobody: a claim that asks for its kernels
+        refuses it in one line (`note_kernels`)."""
+        if self.kernels_known(name, key):
+            yield
+            return
+        with Listening() as heard:
+            yield
+        self.recorded[name] = tuple(self._kernels_memo(name, compute, key, heard.kernels))
+
+    def examine(self, names: Iterable[str]) -> list[str]:
+        """Where this platform's fingerprint is the reference's and a number moved all the
+        same: each computation of `names` (by default every one this process asked for)
+        heard here, run whole, and its kernels held against the record
+        (`claimlog.kernels.apart_from_record`): what sets this machine apart from it, for
+        people, or [] where every kernel is the record's, with the record's bits (then
+        something the keys do not see changed, or the computation is not deterministic).
+        Each computation is examined once a session."""
+        reference = reference_kernels(self.settings.places.environment)
+        found: list[str] = []
+        for name in names:
+            compute = self.computations.get(name)
+            if compute is None:
+                continue
+            if name not in self._examined:
+                import_torch()
+                self._examined[name] = apart_from_record(kernels_of(compute), reference)
+            found += [f"{name}: {said}" for said in self._examined[name]]
+        return found
 
     def recorded_kernels(self) -> set[str]:
         """Every kernel this process (and, on the controller, every worker) recorded."""

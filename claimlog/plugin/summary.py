@@ -265,6 +265,29 @@ def _say_platform(c: Controller, terminalreporter: pytest.TerminalReporter) -> N
         return  # no claim computed, or an update: compared with nothing
     drift = list(dict.fromkeys(d for c in c.claims.values() for d in c.drift))
     recorded = c.session.reference()
+    examined = list(dict.fromkeys(e for c in c.claims.values() for e in c.examined))
+    if kind == REFERENCE and examined:
+        # Its fingerprint is the reference's, but a number moved, and hearing its computations
+        # here found what sets this machine apart: it is another platform, judged as one.
+        terminalreporter.write_sep("-", "this platform is not the reference after all")
+        write(f"this run: {c.platform.describe()} ({c.platform.id})")
+        write(
+            "its kernels, as the record names them, give the reference's bits here, but "
+            "numbers moved; heard here to their last kernel, its computations show why:"
+        )
+        for said in examined:
+            write(f"  {said}")
+        write(
+            "so it computes as another platform does: the numbers that moved are drift, not "
+            "failure, and every claim's statement was asserted on what it computed here:"
+        )
+        for line in drift:
+            write(f"  {line}")
+        write(
+            "Record the reference again where it computes (pytest claims/ --snapshot-update "
+            "there) to hear these kernels in its record."
+        )
+        return
     if kind == REFERENCE:
         terminalreporter.write_sep("-", "the reference platform")
         write(f"this run computed on the reference: {c.platform.describe()}")
