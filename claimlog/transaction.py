@@ -52,6 +52,17 @@ class Busy(Exception):
     """Another session of this checkout is updating the record."""
 
 
+def record_folders(places: Places) -> list[Path]:
+    """Every folder of the record there is: `Places.record_folders`, the folders in them,
+    and those they lie in (`snapshots/`), below the project's root."""
+    found: set[Path] = set()
+    for folder in places.record_folders:
+        if folder.is_dir():
+            found |= {folder, *(p for p in folder.rglob("*") if p.is_dir())}
+            found |= {p for p in folder.parents if p.is_relative_to(places.root)} - {places.root}
+    return sorted(found)
+
+
 def record_files(places: Places) -> Iterator[Path]:
     """Every file of the record, as it is now."""
     for folder in places.record_folders:
@@ -153,7 +164,9 @@ class Update:
             shutil.copy2(source, target)
         staging.mkdir(parents=True, exist_ok=True)
         staging.rename(self.before)
-        journal = {"began": time.time(), "pid": os.getpid(), "text": named}
+        # The record's folders as they are: those the update makes, it takes away again.
+        folders = [str(f.relative_to(self.places.root)) for f in record_folders(self.places)]
+        journal = {"began": time.time(), "pid": os.getpid(), "text": named, "folders": folders}
         atomic_write(self.journal, json.dumps(journal))
         # Who holds the lock for a whole session, for a second session's refusal to name.
         atomic_write(self.holder, f"{os.getpid()} since {time.strftime('%H:%M:%S')}")
@@ -168,6 +181,15 @@ class Update:
         """The update did not complete (interrupted, or crashed): put the record back."""
         self.recover()
         self.holder.unlink(missing_ok=True)
+
+    def _folders(self) -> set[Path] | None:
+        """The record's folders when the update began (None: a journal from before it kept
+        them, whose update's folders stay)."""
+        try:
+            kept = json.loads(self.journal.read_text()).get("folders")
+        except (OSError, ValueError):
+            kept = None
+        return None if kept is None else {self.places.root / f for f in kept}
 
     def _text(self) -> list[Path]:
         """The documents the journal names, in its copy's order."""
@@ -195,6 +217,12 @@ class Update:
                 stray.unlink(missing_ok=True)
         root = self.places.root
         restored += sum(_put_back(self.before / name, root / name) for name in sorted(kept))
+        folders = self._folders()
+        if folders is not None:  # the folders the update made, emptied above, go too
+            made = [f for f in record_folders(self.places) if f not in folders]
+            for folder in sorted(made, key=lambda f: len(f.parts), reverse=True):
+                if not any(folder.iterdir()):
+                    folder.rmdir()
         return restored, removed
 
 

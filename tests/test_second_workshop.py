@@ -92,7 +92,7 @@ def test_its_claims_log_text_update_and_sweep_work_as_an_author_uses_them(dropou
     text = document.read_text()
     document.write_text(text + "\nIt trains for more than 550 full-batch steps (line 4).\n")
     said = dropout("-m", "pytest", "--snapshot-update", passes=False)
-    assert "the evidence of 4 claims was computed from other code than this checkout's" in said
+    assert "the evidence of 5 claims was computed from other code than this checkout's" in said
     assert "jobs to run" in said
     assert (
         "text/dropout.md:24: quotes 550 (log line 4): no longer true, the new value is 500" in said

@@ -244,16 +244,27 @@ def test_a_sweep_after_edits_computes_only_the_stale_claims_and_writes_the_whole
     elsewhere = store.folder / "x86_64-a-machine-gone-elsewhere" / "native.json.gz"
     elsewhere.parent.mkdir()
     elsewhere.write_bytes(rekeyed.encode())
+    # Fresh, but of a platform measured before fingerprints: nobody knows what it computes.
+    unknown = {k: v for k, v in fragment.platform.items() if k != "fingerprint"}
+    before_fingerprints = store.folder / "x86_64-measured-before-fingerprints" / "native.json.gz"
+    before_fingerprints.parent.mkdir()
+    before_fingerprints.write_bytes(dataclasses.replace(fragment, platform=unknown).encode())
     assert set(store.stale()) == {workshop, elsewhere}
+    assert store.unknown_platforms() == [before_fingerprints]
 
     # On one worker, where `swept` had two: how many workers compute is no part of the bytes.
     said = sweep(edited, *SEEDS, "--workers", "1", *QUICK)
     assert "the evidence of 4 claims is stale" in said
-    assert f"{bound}: stale in 6 of 6 fragments" in said
-    assert "claims/test_s1_dataset.py::test_two_moons_figure_is_drawn: stale in 2 of 6" in said
+    assert f"{bound}: stale in 7 of 7 fragments" in said
+    assert "claims/test_s1_dataset.py::test_two_moons_figure_is_drawn: stale in 2 of 7" in said
     assert "5 of 5 jobs to run" in said
     assert "deleted a stale fragment: snapshots/evidence/fragments/x86_64-a-machine-gone" in said
     assert not elsewhere.parent.exists() and store.stale() == [] and store.stale_claims() == {}
+    assert (
+        "retired a fragment measured before platforms had fingerprints: snapshots/evidence/"
+        "fragments/x86_64-measured-before-fingerprints/native.json.gz (nobody knows which bits"
+    ) in said
+    assert not before_fingerprints.parent.exists()
     table = json.loads((edited / "snapshots/evidence/fragility.json").read_text())
     assert table["readings"]["S1 feature std, std of x1"]["bound"] == ["<", 0.95]
     assert table["keys"].items() <= after.items() and table["keys"]
@@ -463,3 +474,31 @@ def test_the_tables_are_the_same_bytes_whether_seeds_train_together_or_one_at_a_
     said = sweep(resumed, *runs)
     assert "sampler-seed-1 to init-seed-1 (2 seeds, trained together: the same bits) on " in said
     assert evidence_bytes(together) == evidence_bytes(resumed)
+
+
+def test_a_job_runs_its_session_once_more_after_cpythons_ast_race_and_no_other_error(
+    monkeypatch, tmp_path
+):
+    """CPython 3.11 keeps one AST recursion counter for all of a process's threads: a job
+    importing a plugin beside a worker's threads was seen to fail so (`AST_RACE`). The race
+    decides nothing the session computes, so the job runs it once more; any other
+    SystemError, or the race twice, is the job's failure."""
+    from claimlog.sweep import job
+
+    raised = [SystemError(f"{job.AST_RACE} (before=210, after=91)")]
+
+    def session(args, *, root, outputs, cache_dir):
+        if raised:
+            raise raised.pop()
+        return "the record"
+
+    monkeypatch.setattr(job, "run_claims_here", session)
+    assert job._run_here_once_more_after_the_ast_race([], tmp_path, tmp_path, tmp_path) == (
+        "the record"
+    )
+    raised[:] = [SystemError(f"{job.AST_RACE} again")] * 2
+    with pytest.raises(SystemError, match="again"):
+        job._run_here_once_more_after_the_ast_race([], tmp_path, tmp_path, tmp_path)
+    raised[:] = [SystemError("another error")]
+    with pytest.raises(SystemError, match="another error"):
+        job._run_here_once_more_after_the_ast_race([], tmp_path, tmp_path, tmp_path)

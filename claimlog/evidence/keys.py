@@ -37,6 +37,8 @@ from claimlog.store import Memo, Store, digest, python_files, source_digest
 
 # The engine's fixture that hands a claim its trained runs (`claimlog.plugin.fixtures.runs`).
 RUNS_FIXTURE = "runs"
+# The engine's fixture that hands a claim the recipe (`claimlog.plugin.fixtures.recipe`).
+RECIPE_FIXTURE = "recipe"
 
 
 # The engine's own code a claim's key reaches: what its bounds mean (`about`, `below`).
@@ -62,8 +64,9 @@ def claim_keys(places: Places, workshop: Declaration, kept: Store | None = None)
     state = tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files)
     parts = tuple(sorted(workshop.key_parts.items()))
     training = _training_code(workshop.training)
+    recipe = _function_code(workshop.recipe)
     if kept is None:
-        return dict(_claim_keys(claims, roots, plugins, state, parts, training))
+        return dict(_claim_keys(claims, roots, plugins, state, parts, training, recipe))
 
     # Slicing costs about half a second a process; reading what it reads costs milliseconds.
     # The keys depend on the files' contents and module names alone, not where they lie: a
@@ -81,6 +84,7 @@ def claim_keys(places: Places, workshop: Declaration, kept: Store | None = None)
             for made in declare()
         ],
         "training": [[*as_sliced(file), qualname] for file, qualname in training],
+        "recipe": [[*as_sliced(file), qualname] for file, qualname in recipe],
         "slicing": source_digest([Path(__file__), Path(inspect.getfile(code_key))]),
         "python": sys.version,
     }
@@ -88,7 +92,7 @@ def claim_keys(places: Places, workshop: Declaration, kept: Store | None = None)
     found: dict[str, str] | None = Memo(kept, "claim keys").get(
         "claim keys",
         inputs,
-        lambda: dict(_claim_keys(claims, roots, plugins, state, parts, training)),
+        lambda: dict(_claim_keys(claims, roots, plugins, state, parts, training, recipe)),
         encode=lambda keys: json.dumps(keys, sort_keys=True).encode(),
         decode=lambda entry: json.loads(entry.content),
     )
@@ -116,6 +120,15 @@ def _training_code(training: Callable[[], Any] | None) -> tuple[tuple[Path, str]
     return ((Path(inspect.getfile(kind)).resolve(), kind.__qualname__),)
 
 
+def _function_code(function: Callable[..., Any] | None) -> tuple[tuple[Path, str], ...]:
+    """Where the workshop's `recipe` is defined: every claim that reads the recipe reaches
+    it, and through it the recipe's constant (`RECIPE = Recipe(steps=300)`), whose edit no
+    function of the experiment sees (they take the recipe as an argument)."""
+    if function is None:
+        return ()
+    return ((Path(inspect.getfile(function)).resolve(), function.__qualname__),)
+
+
 def _plugin_files(modules: Sequence[str]) -> tuple[Path, ...]:
     """The files of the workshop's plugin modules, found without importing them."""
     found = []
@@ -135,9 +148,11 @@ def _claim_keys(
     state: tuple[tuple[str, int, int], ...],
     declared_parts: tuple[tuple[str, Callable[[], Sequence[KeyPart]]], ...],
     training: tuple[tuple[Path, str], ...],
+    recipe: tuple[tuple[Path, str], ...],
 ) -> tuple[tuple[str, str], ...]:
     key_parts = dict(declared_parts)
     fixtures = {name: path for path in plugins for name in _fixtures(path)}
+    reads_recipe = _reading_recipe(plugins)
     # Each claim: its own definition, then its fixtures', then what they declare beyond it.
     wanted: dict[str, list[KeyPart]] = {}
     for module in sorted(claims.glob("test_*.py")):
@@ -167,6 +182,8 @@ def _claim_keys(
                     parts.append((fixtures[name], name))
             if RUNS_FIXTURE in seen:  # the workshop's Training, and what it reaches
                 parts += training
+            if RECIPE_FIXTURE in seen or seen & reads_recipe:  # its recipe, and its constant
+                parts += recipe
             for name in sorted(seen & key_parts.keys()):  # what a fixture declares beyond it
                 parts += key_parts[name]()
             wanted[f"claims/{module.name}::{node.name}"] = parts
@@ -176,6 +193,25 @@ def _claim_keys(
         (claim, digest(*(keyed[p] if isinstance(p, tuple) else p for p in parts)))
         for claim, parts in wanted.items()
     )
+
+
+def _reading_recipe(plugins: tuple[Path, ...]) -> frozenset[str]:
+    """The workshop's plugin fixtures that read the recipe, themselves or through another of
+    its fixtures: a claim that requests one computes with the recipe, and an edit of the
+    recipe is an edit of that claim (whatever else those fixtures request, such as the
+    trained runs, is declared by `key_parts` instead)."""
+    requests = {
+        node.name: {a.arg for a in node.args.args}
+        for plugin in plugins
+        for node in ast.parse(plugin.read_text()).body
+        if isinstance(node, ast.FunctionDef) and _is_fixture(node)
+    }
+    reading = {name for name, asked in requests.items() if RECIPE_FIXTURE in asked}
+    while True:
+        more = {name for name, asked in requests.items() if asked & reading} - reading
+        if not more:
+            return frozenset(reading)
+        reading |= more
 
 
 @cache

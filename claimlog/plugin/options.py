@@ -277,8 +277,14 @@ def refuse_unwritable(s: Settings) -> None:
         try:
             if folder.is_relative_to(s.places.obtained):
                 s.places.make_obtained()
+            made = [p for p in (folder, *folder.parents) if not p.exists()]
             folder.mkdir(parents=True, exist_ok=True)
             writable = os.access(folder, os.W_OK)
+            if not folder.is_relative_to(s.places.obtained):
+                # A folder of the record (captures/, diagrams/) is there only once an update
+                # completed: tried, then taken away again.
+                for empty in made:
+                    empty.rmdir()
         except OSError as error:
             raise pytest.UsageError(f"{option}: cannot write into {folder} ({error})") from None
         if not writable:

@@ -186,6 +186,27 @@ def _claims_args(
     return args + (["-k", expression] if expression else [])
 
 
+# What CPython 3.11 raises when two ast.parse calls interleave in one process: its ast module
+# keeps one recursion counter for every thread (python/cpython#106905). A worker's job imports
+# (and pytest rewrites) a plugin's modules while the worker's own threads run beside it.
+AST_RACE = "AST constructor recursion depth mismatch"
+
+
+def _run_here_once_more_after_the_ast_race(
+    args: Sequence[str], root: Path, outputs: Path, cache: Path | None
+) -> Record:
+    """`run_claims_here`, run again once if CPython's shared AST counter (`AST_RACE`) broke
+    the session: the race decides nothing the session computes, so the second session gives
+    the bits the first would have; any other error is the job's."""
+    try:
+        return run_claims_here(args, root=root, outputs=outputs, cache_dir=cache)
+    except SystemError as error:
+        if AST_RACE not in str(error):
+            raise
+        print(f"the session met CPython's AST race ({error}): running it once more")
+        return run_claims_here(args, root=root, outputs=outputs, cache_dir=cache)
+
+
 def run_variant(
     variant: Variant,
     project: bytes,
@@ -209,7 +230,7 @@ def run_variant(
         outputs = Path(scratch) / "out"
         if in_this_process(variant):
             root = _project_here(project)
-            record = run_claims_here(args, root=root, outputs=outputs, cache_dir=cache)
+            record = _run_here_once_more_after_the_ast_race(args, root, outputs, cache)
         else:
             root = Path(scratch) / "project"
             unpack(project, root)
