@@ -369,6 +369,12 @@ class FragmentStore:
         """The fragments with nothing fresh in them."""
         return [p for p in self.paths() if not self.read(p).fresh(self.current).keys]
 
+    def unknown_platforms(self) -> list[Path]:
+        """The fragments of a platform not known by what it computes: measured before
+        platforms carried the fingerprint of their kernels (`Platform.fingerprint`), so no
+        platform of today can be said to be theirs, or not."""
+        return [p for p in self.paths() if not self.read(p).platform.get("fingerprint")]
+
     def stale_claims(self) -> dict[str, int]:
         """Each claim that some fragment computed under another key than its current one,
         with how many fragments."""

@@ -75,6 +75,13 @@ def main(
         "evidence; then merge",
     )
     what.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="with --here: the threads this machine's own platforms compute with (default: "
+        "%(default)s, the reference's); a platform of its own, as a reader's laptop may be",
+    )
+    what.add_argument(
         "--release",
         action="store_true",
         help="only the workshop under the reference kernels on this machine, computed by the "
@@ -102,6 +109,8 @@ def main(
     args = parser.parse_args(argv)
     if args.seeds < 0 or args.workers < 1:
         parser.error("--seeds must be at least 0 and --workers at least 1")
+    if args.threads < 1 or (args.threads != 1 and not args.here):
+        parser.error("--threads takes a count of at least 1, and only with --here")
     if not (args.project / "claims").is_dir():
         parser.error(f"{args.project} has no claims/ folder: give the project with --project")
     try:
@@ -139,6 +148,7 @@ def sweep(args: argparse.Namespace, workshop: Declaration) -> int:
             together=not args.one_at_a_time,
             kernels=not args.no_kernels,
             here_only=args.here,
+            threads=args.threads,
             release_only=args.release,
         )
         failed = cluster.compute(places, workshop, store, options)

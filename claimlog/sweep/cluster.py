@@ -88,10 +88,13 @@ def variables(variant: Variant, user_set: Mapping[str, str]) -> dict[str, str]:
     return chosen
 
 
-def _machine_here(cache: Path | None, kernels: Sequence[str], varied: bool) -> dict[str, Any]:
+def _machine_here(
+    cache: Path | None, kernels: Sequence[str], varied: bool, threads: int = 1
+) -> dict[str, Any]:
     """This process's machine, as JSON (torch's own CPU check, whatever the variables say),
     with the fingerprint of the workshop's `kernels` under each platform variant's settings
-    that the sweep runs (those that vary one setting only if `varied`).
+    that the sweep runs (those that vary one setting only if `varied`; the machine's own on
+    `threads`).
     `cache`: the pytest cache its jobs keep torch's facts in (`torch_facts`): once a job or
     an earlier sweep asked torch there, nobody imports torch to ask again."""
     from claimlog.machine import numpy_reference, numpy_simd, torch_facts
@@ -108,7 +111,8 @@ def _machine_here(cache: Path | None, kernels: Sequence[str], varied: bool) -> d
         here = replace(here, numpy_simd=numpy_simd(without=numpy_reference().split()))
     best = facts["widest capability"]
     store = cache / "d" / TORCH_FACTS_FOLDER if cache else None
-    variants = [*per_machine(), *(one_setting_varied(avx512=best == "AVX512") if varied else [])]
+    own = [replace(v, threads=threads) for v in per_machine()]
+    variants = [*own, *(one_setting_varied(avx512=best == "AVX512") if varied else [])]
     fingerprints = {
         v.name: fingerprint_under(variables(v, user_set), v.threads, kernels, store)
         for v in variants
@@ -135,18 +139,20 @@ def _machine(found: Mapping[str, Any]) -> Machine:
 HERE = "this machine"
 
 
-def machine_here(cache: Path, kernels: Sequence[str], varied: bool = True) -> Machine:
+def machine_here(
+    cache: Path, kernels: Sequence[str], varied: bool = True, threads: int = 1
+) -> Machine:
     """This machine, as each worker of a cluster started here will be (`HERE`): asked before
     starting one, so that a sweep with nothing to compute starts none. `cache`: the pytest
     cache of the sweep's jobs; `kernels`: the workshop's, as the reference records them;
     `varied`: whether the sweep runs the variants that change one setting (`plan`'s
-    `kernels`)."""
-    return _machine(_machine_here(cache, kernels, varied))
+    `kernels`); `threads`: those its own platforms compute with (`Sweep.threads`)."""
+    return _machine(_machine_here(cache, kernels, varied, threads))
 
 
-def _worker_machine(kernels: Sequence[str], varied: bool) -> dict[str, Any]:
+def _worker_machine(kernels: Sequence[str], varied: bool, threads: int = 1) -> dict[str, Any]:
     """The machine of the worker this runs on, with its jobs' cache (`job.worker_cache`)."""
-    return _machine_here(worker_cache(), kernels, varied)
+    return _machine_here(worker_cache(), kernels, varied, threads)
 
 
 @dataclass(frozen=True)
@@ -157,10 +163,10 @@ class Job:
 
 
 def worker_machines(
-    client: Client, kernels: Sequence[str], varied: bool = True
+    client: Client, kernels: Sequence[str], varied: bool = True, threads: int = 1
 ) -> dict[str, Machine]:
     """Each worker's address and machine (`machine_here`)."""
-    found: dict[str, dict[str, Any]] = client.run(_worker_machine, list(kernels), varied)
+    found: dict[str, dict[str, Any]] = client.run(_worker_machine, list(kernels), varied, threads)
     return {address: _machine(m) for address, m in found.items()}
 
 
@@ -179,6 +185,7 @@ def plan(
     here_only: bool = False,
     release_only: bool = False,
     stale_only: bool = False,
+    threads: int = 1,
 ) -> tuple[list[Job], int]:
     """(the jobs still to run, how many the whole sweep has). `here_only` (`--here`): only
     each machine's own platforms, the workshop under the reference kernels (with whatever
@@ -187,7 +194,8 @@ def plan(
     release's fragment, computed by the torch the workers run. `machines`: each worker's
     address and machine, or `{HERE: machine_here()}`. `seeds`: how many of each seed axis of the
     workshop's (`axes`). `stale_only`: only the jobs whose fragment the store holds, stale
-    (what an update computes: it adds no platform or seed the evidence lacks)."""
+    (what an update computes: it adds no platform or seed the evidence lacks). `threads`:
+    those each machine's own platforms compute with (`Sweep.threads`)."""
 
     def on(addresses: Sequence[str]) -> tuple[str, ...] | None:
         return None if HERE in machines else tuple(addresses)
@@ -196,6 +204,7 @@ def plan(
     for address, m in sorted(machines.items()):
         by_cpu.setdefault(m.runs(MKL_AUTO).id, []).append(address)
     own = [WORKSHOP] if release_only else [WORKSHOP, NATIVE] if here_only else per_machine()
+    own = [replace(v, threads=threads) for v in own]
     everything = not (here_only or release_only)
     wanted: list[tuple[Job, str]] = []  # each job, and the platform its fragment lands in
     for addresses in by_cpu.values():
@@ -244,6 +253,7 @@ class Sweep:
     together: bool = True  # seeds in batches, trained together (`run_batch`)
     kernels: bool = True  # the variants that change one setting of the reference
     here_only: bool = False  # --here: this machine's own platforms
+    threads: int = 1  # --threads: those its own platforms compute with
     release_only: bool = False  # --release: the torch installed here
     # Only what the evidence holds and is stale: no platform or seed it lacks is added (an
     # update brings the record up to the checkout; adding to it is the sweep's own job).
@@ -268,11 +278,11 @@ def compute(
     with contextlib.ExitStack() as running:
         if sweep.scheduler:
             client = running.enter_context(Client(sweep.scheduler))
-            machines = worker_machines(client, kernels, varied)
+            machines = worker_machines(client, kernels, varied, sweep.threads)
             cache_dir = None  # each worker keeps its own cache (`job.worker_cache`)
         else:
             cache = sweep.cache or places.root / ".pytest_cache"  # resumes reuse trained runs
-            machines = {HERE: machine_here(cache, kernels, varied)}
+            machines = {HERE: machine_here(cache, kernels, varied, sweep.threads)}
             cache_dir = str(cache)
         jobs, total = plan(
             machines,
@@ -283,6 +293,7 @@ def compute(
             here_only=sweep.here_only,
             release_only=sweep.release_only,
             stale_only=sweep.stale_only,
+            threads=sweep.threads,
         )
         if not jobs:
             say(nothing_to_compute(total))

@@ -311,13 +311,23 @@ def retire_stale(places: Places, store: FragmentStore) -> list[str]:
     """Delete the fragments with nothing fresh in them, once a sweep has computed what it
     could: one it could not compute again (another machine's, another torch's) is no evidence
     for any claim, and goes rather than wait to mislead; one with fresh parts keeps them.
-    Says what it deleted."""
+    Delete too the fragments of a platform not known by its fingerprint: a platform is what it
+    computes, and a row of the tables whose bits nobody knows would stand for a machine no
+    run can be matched with. Says what it deleted, and why."""
     said = []
     for path in store.stale():
         path.unlink()
         said.append(f"deleted a stale fragment: {path.relative_to(places.root)}")
-        if not any(path.parent.iterdir()):
-            path.parent.rmdir()
+    for path in store.unknown_platforms():
+        path.unlink()
+        said.append(
+            f"retired a fragment measured before platforms had fingerprints: "
+            f"{path.relative_to(places.root)} (nobody knows which bits its kernels gave; "
+            "measure it again on its machine)"
+        )
+    for folder in sorted(store.folder.iterdir()) if store.folder.is_dir() else ():
+        if folder.is_dir() and not any(folder.iterdir()):  # a platform left with nothing
+            folder.rmdir()
     return said
 
 
