@@ -6,6 +6,7 @@
     nox -s nbval               # the workshop's notebooks, their stored outputs checked by nbval
     nox -s docs                # every command and output the pages show, run on a fresh clone
     nox -s bench               # docs/speed.md's tables, measured again (minutes)
+    nox -s generated-workshops # the platform promises over 300 generated workshops (an hour)
 
 Each session makes a fresh virtual environment with that Python, installs the project with
 its pinned dependencies (as the README does: the engine, the second workshop and bnvg), then
@@ -181,6 +182,24 @@ def docs(session: nox.Session) -> None:
     (tests/transcripts.py; CI runs it). The clone installs its own environment, as the
     README's first command does: this one needs nothing but Python."""
     session.run("python", "tests/transcripts.py", *session.posargs)
+
+
+@nox.session(name="generated-workshops", python="3.11", default=False)
+def generated_workshops(session: nox.Session) -> None:
+    """The engine's platform promises over 300 workshops Hypothesis generates, each recorded
+    on one of MKL's paths and run on both and on another ATen capability
+    (tests/test_generated_workshops.py; CI runs a few). A failure is kept in pytest's cache
+    and tried first the next time; Hypothesis prints the smallest workshop that fails."""
+    session.install(*PROJECT)
+    session.run(
+        "pytest",
+        "tests/test_generated_workshops.py",
+        "-n",
+        "0",  # one process: each example runs its three machines in turn
+        "--hypothesis-profile=many",
+        "--hypothesis-show-statistics",
+        *session.posargs,
+    )
 
 
 BENCH = "python bench/run.py --write-docs"  # what docs/speed.md shows, run as it shows it

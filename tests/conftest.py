@@ -4,6 +4,7 @@ import importlib
 import importlib.metadata
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,8 @@ from pathlib import Path
 import matplotlib
 import pytest
 import torch
+from hypothesis import HealthCheck, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
 
 from bnvg.log.layout import log as bnvg_log
 from claimlog.machine import import_for_the_whole_process
@@ -298,9 +301,53 @@ def pytest_configure(config):
     """xdist deals tests in chunks of consecutive ones, a quarter of a worker's share each at
     first: the whole slow tier (`pytest_collection_modifyitems`) would go to one worker. One
     at a time instead, to whichever worker is free (unless --maxschedchunk says otherwise):
-    a few hundred more messages between processes, milliseconds."""
+    a few hundred more messages between processes, milliseconds.
+
+    Hypothesis keeps the examples that failed in pytest's cache, where the project keeps
+    every cache, and tries them first next time. Its budget is a profile: CI's (the
+    default, `claimlog`) and the nox session's (`--hypothesis-profile=many`)."""
     if getattr(config.option, "maxschedchunk", 0) is None:
         config.option.maxschedchunk = 1
+    cache = getattr(config, "cache", None)  # none under -p no:cacheprovider: nothing kept
+    kept = DirectoryBasedExampleDatabase(cache.mkdir("hypothesis")) if cache else None
+    common = {
+        "database": kept,
+        "deadline": None,  # a generated workshop trains: seconds, as the machine allows
+        "suppress_health_check": [HealthCheck.too_slow],
+        "print_blob": True,  # a failure says how to reproduce it exactly (@reproduce_failure)
+    }
+    settings.register_profile("claimlog", max_examples=5, **common)
+    settings.register_profile("many", max_examples=300, **common)
+    settings.load_profile(config.getoption("hypothesis_profile", None) or "claimlog")
+
+
+# -- both of MKL's paths, on this machine ------------------------------------------------
+@pytest.fixture(scope="session")
+def mkl_paths(tmp_path_factory):
+    """{"zen": shim, "intel": shim}: LD_PRELOAD libraries that make MKL take each path."""
+    if platform.machine().lower() not in ("x86_64", "amd64") or sys.platform != "linux":
+        pytest.skip("MKL's two paths exist only in torch's x86-64 builds, shimmed on Linux")
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        missing("building the MKL shims (emulation/mkl_path.c) needs a C compiler")
+    folder = tmp_path_factory.mktemp("mkl-paths")
+    shims = {}
+    for name, zen in (("zen", 1), ("intel", 0)):
+        shims[name] = folder / f"mkl-as-{name}.so"
+        subprocess.run(
+            [
+                compiler,
+                "-shared",
+                "-fPIC",
+                "-O2",
+                f"-DMKL_AS_ZEN={zen}",
+                "-o",
+                shims[name],
+                ROOT / "emulation" / "mkl_path.c",
+            ],
+            check=True,
+        )
+    return shims
 
 
 @pytest.fixture(scope="session")

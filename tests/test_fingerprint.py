@@ -10,8 +10,6 @@ and run on the other must be told apart by its bits, judged by its sentences, an
 
 import json
 import os
-import platform
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -141,35 +139,7 @@ def test_a_platforms_fingerprint_is_part_of_its_identity_its_folder_and_its_cach
     assert "cpu" not in one.identity()  # under MKL's COMPATIBLE branch, the bits speak for the CPU
 
 
-# -- both of MKL's paths, on this machine ------------------------------------------------
-@pytest.fixture(scope="session")
-def mkl_paths(tmp_path_factory):
-    """{"zen": shim, "intel": shim}: LD_PRELOAD libraries that make MKL take each path."""
-    if platform.machine().lower() not in ("x86_64", "amd64") or sys.platform != "linux":
-        pytest.skip("MKL's two paths exist only in torch's x86-64 builds, shimmed on Linux")
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        pytest.skip("building the MKL shims (emulation/mkl_path.c) needs a C compiler")
-    folder = tmp_path_factory.mktemp("mkl-paths")
-    shims = {}
-    for name, zen in (("zen", 1), ("intel", 0)):
-        shims[name] = folder / f"mkl-as-{name}.so"
-        subprocess.run(
-            [
-                compiler,
-                "-shared",
-                "-fPIC",
-                "-O2",
-                f"-DMKL_AS_ZEN={zen}",
-                "-o",
-                shims[name],
-                ROOT / "emulation" / "mkl_path.c",
-            ],
-            check=True,
-        )
-    return shims
-
-
+# -- both of MKL's paths, on this machine (the shims: `mkl_paths`, tests/conftest.py) --------
 def preloaded(shim):
     return {**os.environ, "LD_PRELOAD": str(shim)}
 
