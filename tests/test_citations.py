@@ -282,7 +282,7 @@ def test_quoting_the_published_layer_norm_accuracy_fails_stating_the_range(works
         [
             "text/module2.md:1: quotes 100.0 for 'S8 layer norm, final test accuracy' as a fixed "
             "value, but the platforms disagree on what its claim says: it was 51.5 to 95.5 over "
-            "the platforms the sweep ran (at least 90 on 4 of 21 platforms); no torch release here "
+            "the platforms the sweep ran (at least 90 on 4 of 14 platforms); no torch release here "
             "prints 100.0 (each prints 51.5). Say how often it holds instead",
             "  the sentence: Layer norm also works: it reaches 100.0% (line 96).",
         ]
@@ -297,7 +297,7 @@ def test_quoting_the_published_eval_bug_accuracy_passes_with_drift(workshop):
             "*this platform is new to the evidence*",
             "*",
             "  text/module2.md:1 quotes 71.5 for 'S9 train mode, batches of 2, test accuracy': "
-            "here 69.5; fragile, printed 71.5 by 1 platform of the sweep and the published log "
+            "here 69.5; fragile, printed 71.5 by 2 platforms of the sweep and the published log "
             "(platform-dependent); no torch release here prints 71.5 (each prints 69.5)",
         ]
     )
@@ -416,7 +416,7 @@ def test_a_range_covering_every_platform_passes_and_one_that_misses_a_platform_f
     result.stdout.fnmatch_lines(
         [
             "text/module2.md:4: quotes the range 0.0075 to 0.011 for 'S6 batch norm, final train "
-            "loss': it misses 5 of 21 platforms of the evidence: *threads-2: 0.0072*"
+            "loss': it misses 5 of 14 platforms of the evidence: *threads-2: 0.0072*"
         ]
     )
 

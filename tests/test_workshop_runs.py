@@ -246,7 +246,7 @@ def test_the_workshops_citations_are_checked_against_the_claims_this_run_verifie
     }
     assert outcomes["line 7"].drift == (
         f"{folder / 'text'}/module5.md:7 quotes 71.5 for 'S9 train mode, batches of 2, test accuracy': "
-        "here 69.5; fragile, printed 71.5 by 1 platform of the sweep and the published log "
+        "here 69.5; fragile, printed 71.5 by 2 platforms of the sweep and the published log "
         "(platform-dependent); no torch release here prints 71.5 (each prints 69.5)",
     )
     assert "it was 51.5 to 95.5 over the platforms the sweep ran" in run.stdout
