@@ -25,8 +25,10 @@ EVAL_BUG = Path("claims") / "test_s9_eval_bug.py"
 
 
 def scalar_fragment(project):
-    [folder] = (project / "snapshots/evidence/fragments").glob("*-aten-default-mkl-compatible-*")
-    return folder / "aten-default.json.gz"
+    [fragment] = (project / "snapshots/evidence/fragments").glob(
+        "*-aten-default-mkl-compatible-onednn-avx2-1t-*/aten-default.json.gz"
+    )
+    return fragment
 
 
 @pytest.fixture(scope="session")
