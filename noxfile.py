@@ -196,6 +196,7 @@ def generated_workshops(session: nox.Session) -> None:
         "tests/test_generated_workshops.py",
         "-n",
         "0",  # one process: each example runs its three machines in turn
+        *("-p", "hypothesispytest"),  # pyproject.toml leaves Hypothesis' plugin out
         "--hypothesis-profile=many",
         "--hypothesis-show-statistics",
         *session.posargs,
