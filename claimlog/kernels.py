@@ -151,6 +151,12 @@ def digest_of(value: Any) -> str:
     return h.hexdigest()[:16]
 
 
+def _computes(op: Any) -> bool:
+    """Whether an operator call computes bits of its own: an ATen operator, not a view (the
+    profiler's marks and the like are no kernels)."""
+    return str(op).startswith("aten.") and not op.is_view
+
+
 def _calls_of(compute: Callable[[], Any]) -> list[tuple[str, str]]:
     """(signature, digest of its outputs) of each operator call `compute` makes, until its
     kernels are known (`QUIET` calls in a row of kernels seen before, or `CAP`); then it is
@@ -170,8 +176,8 @@ def _calls_of(compute: Callable[[], Any]) -> list[tuple[str, str]]:
             self, op: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
             out = op(*args, **(kwargs or {}))
-            if not str(op).startswith("aten.") or op.is_view:
-                return out  # a view computes nothing; the profiler's marks neither
+            if not _computes(op):
+                return out
             called = signature(op, args, kwargs or {})
             bits = NO_BITS if _uninitialised(str(op)) else digest_of(out)
             calls.append((called, bits))
@@ -235,7 +241,7 @@ class Listening:
         from torch.utils._python_dispatch import TorchDispatchMode
 
         kernels, seen = self.kernels, set()
-        counted: dict[Any, bool] = {}  # by operator: an aten operator that computes (no view)
+        counted: dict[Any, bool] = {}  # by operator: whether it `_computes`, asked once
 
         class Lister(TorchDispatchMode):
             quiet = 0
@@ -250,7 +256,7 @@ class Listening:
                 out = op(*args, **(kwargs or {}))
                 counts = counted.get(op)
                 if counts is None:
-                    counts = counted[op] = str(op).startswith("aten.") and not op.is_view
+                    counts = counted[op] = _computes(op)
                 if counts:
                     shape = (op, _shape_of(args), _shape_of(sorted((kwargs or {}).items())))
                     if shape in seen:

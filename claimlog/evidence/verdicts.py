@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -193,8 +193,9 @@ def compare_readings(
             line = line_of[reading.key]
             where = standing.compared_with if exact else "snapshot"
             stale = reading.name in fragility.stale
-            difference = Difference(reading, compared, line, evidence, drift, where, stale)
-            out.append(replace(difference, edited=edited is True))
+            out.append(
+                Difference(reading, compared, line, evidence, drift, where, stale, edited is True)
+            )
     return out
 
 

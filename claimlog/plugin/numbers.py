@@ -196,7 +196,7 @@ class NumberSnapshots:
         kernel, call one the record never heard or one that gives other bits here
         (`ClaimSession.examine`); each such kernel goes to the controller, which says this
         machine is another platform."""
-        apart = self._session.examine(list(self._session.computations))
+        apart = self._session.examine()
         for said in apart:
             channel(self._item).append((EXAMINED, said))
         return bool(apart)

@@ -331,14 +331,20 @@ class Quoted:
         standing = self._numbers.standing
         found = compare_readings(readings, stored, line_of, self._fragility, standing, self._edited)
         failures = [d for d in found if not d.drift]
+        # Examined before it fails: this machine may compute otherwise than the record
+        # knows (a kernel the record never heard). Then it is another platform's number.
+        if failures and self._unseen_by_the_keys(failures) and self._numbers.examined():
+            return [replace(d, drift=True) for d in found]
+        return found
+
+    def _unseen_by_the_keys(self, failures: Sequence[Difference]) -> bool:
+        """Whether `failures`, numbers that moved, moved on the reference while the keys say
+        nothing was edited: those the record kept (`snapshots/keys.json`), or, where it kept
+        none, the evidence's, fresh for every one of them."""
         unedited = self._edited is False or (
             self._edited is None and all(d.evidence is not None for d in failures)
         )
-        # Examined before it fails: this machine may compute otherwise than the record
-        # knows (a kernel the record never heard). Then it is another platform's number.
-        if failures and standing.kind == REFERENCE and unedited and self._numbers.examined():
-            return [replace(d, drift=True) for d in found]
-        return found
+        return self._numbers.standing.kind == REFERENCE and unedited
 
     def _fail_on(self, differences: Sequence[Difference]) -> None:
         """Fail naming every difference that is no drift."""
@@ -349,10 +355,7 @@ class Quoted:
 
     def _differs(self, failures: Sequence[Difference]) -> str:
         numbers = "\n".join(f"  {d.describe()}" for d in failures)
-        unseen = self._numbers.standing.kind == REFERENCE and (
-            self._edited is False
-            or (self._edited is None and all(d.evidence is not None for d in failures))
-        )
+        unseen = self._unseen_by_the_keys(failures)
         return "\n".join(
             [
                 f"{self._item.nodeid}: the numbers differ from the snapshot\n{numbers}",

@@ -32,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -416,20 +416,17 @@ class ClaimSession:
             yield
         self.recorded[name] = tuple(self._kernels_memo(name, compute, key, heard.kernels))
 
-    def examine(self, names: Iterable[str]) -> list[str]:
+    def examine(self) -> list[str]:
         """Where this platform's fingerprint is the reference's and a number moved all the
-        same: each computation of `names` (by default every one this process asked for)
-        heard here, run whole, and its kernels held against the record
+        same: each computation this process asked for heard here, run whole, and its kernels
+        held against the record
         (`claimlog.kernels.apart_from_record`): what sets this machine apart from it, for
         people, or [] where every kernel is the record's, with the record's bits (then
         something the keys do not see changed, or the computation is not deterministic).
         Each computation is examined once a session."""
         reference = reference_kernels(self.settings.places.environment)
         found: list[str] = []
-        for name in names:
-            compute = self.computations.get(name)
-            if compute is None:
-                continue
+        for name, compute in self.computations.items():
             if name not in self._examined:
                 import_torch()
                 self._examined[name] = apart_from_record(kernels_of(compute), reference)
