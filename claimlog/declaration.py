@@ -195,6 +195,20 @@ def load(spec: str, where: str = "the pytest configuration") -> Declaration:
     return value
 
 
+def package_in(folder: Path) -> str | None:
+    """The top-level package of the workshop that `folder`'s pyproject.toml declares, where
+    it lies in `folder` itself ("demo" for `demo.workshop:DECLARATION` beside a `demo/`), or
+    None: a workshop imported from the project (pytest's `pythonpath`, as `claimlog init`
+    writes it) rather than installed, which the sweep ships with the claims."""
+    try:
+        options = tomllib.loads((folder / "pyproject.toml").read_text())["tool"]["pytest"]
+        spec = options["ini_options"][INI_NAME]
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return None
+    top = str(spec).partition(":")[0].split(".")[0]
+    return top if top and (folder / top / "__init__.py").is_file() else None
+
+
 def declared_in(folder: Path) -> Declaration:
     """The workshop that the pyproject.toml of `folder` declares (for the sweep, which reads
     the configuration pytest reads, without starting pytest)."""

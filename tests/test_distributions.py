@@ -25,10 +25,22 @@ ENGINE_PAGE = ROOT / "docs" / "engine.md"
 def newcomers_commands() -> str:
     """The commands docs/engine.md gives a newcomer, which engine/README.md (the wheel's own
     page) gives too: the block the page marks as run here."""
-    mark = ("run by", "tests/test_distributions.py")
-    [shown] = [b.text for b in blocks(ENGINE_PAGE) if b.mark == mark]
+    shown, _ = _blocks_run_here()
     readme = (ROOT / "engine" / "README.md").read_text()
     assert f"```sh\n{shown}\n```" in readme, "engine/README.md gives other commands"
+    return shown
+
+
+def _blocks_run_here() -> list[str]:
+    """The two blocks of docs/engine.md this file runs: a newcomer's first commands, then
+    the sweep of the workshop they wrote."""
+    mark = ("run by", "tests/test_distributions.py")
+    return [b.text for b in blocks(ENGINE_PAGE) if b.mark == mark]
+
+
+def sweep_commands() -> str:
+    """The commands docs/engine.md gives for the sweep of a workshop `claimlog init` wrote."""
+    _, shown = _blocks_run_here()
     return shown
 
 
@@ -88,6 +100,38 @@ def an_authors_session(folder, venv):
     run(*pytest_, cwd=folder)
 
 
+def its_evidence(newcomer, venv, env):
+    """The sweep of the workshop `claimlog init` wrote, as the page gives it, with no install
+    of the workshop: it writes the tables and nothing else git sees; a merge with nothing to
+    merge says so in a sentence; and an editable install, for those who make one, leaves
+    nothing git sees either."""
+    folder = newcomer / "my-workshop"
+    git(folder, "add", ".")
+    git(folder, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "update")
+    python = venv / "bin" / "python"
+    done = subprocess.run(
+        ["bash", "-e", "-c", sweep_commands()],
+        cwd=newcomer,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "FAILED" not in done.stdout
+    assert "wrote snapshots/evidence/fragility.json and snapshots/evidence/robustness.json" in (
+        done.stdout
+    )
+    assert git(folder, "status", "--porcelain").splitlines() == ["?? snapshots/evidence/"]
+    fragments = folder / "snapshots" / "evidence" / "fragments"
+    shutil.rmtree(fragments)
+    said = run(python, "-m", "claimlog.sweep", "--merge-only", cwd=folder, passes=False)
+    assert "the tables were not written: no fresh fragment of the workshop itself" in said
+    shutil.rmtree(folder / "snapshots" / "evidence")
+    assert git(folder, "status", "--porcelain") == ""
+    run(python, "-m", "pip", "install", "-q", "--no-deps", "-e", ".", cwd=folder)
+    assert git(folder, "status", "--porcelain") == ""
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
     """claimlog's wheel, built from engine/ as `python -m build` builds it (from a copy of
@@ -143,6 +187,7 @@ def test_a_newcomer_installs_the_wheel_writes_a_workshop_and_runs_it_and_dropout
 
     # Then what its author does with it.
     an_authors_session(newcomer / "my-workshop", venv)
+    its_evidence(newcomer, venv, env)
 
     # Installed from a copy of its folder (pip builds in it), run in another without its
     # package: the claims import the installed one.

@@ -1,6 +1,8 @@
 """Readings: a named, typed number, printed as the log prints it, and a claim's bound on it."""
 
 import math
+import re
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,7 @@ from claimlog.log.readings import (
     STEP,
     STEP_SPEC,
     Bound,
+    Kind,
     Quantity,
     Reading,
     about,
@@ -126,3 +129,42 @@ def test_about_says_what_it_asserts_fails_where_no_number_is_and_travels_as_a_pa
     assert Bound(*["~", 3000]) == about(3000) and Bound(*["<", 1.0]) == Bound("<", 1.0)
     with pytest.raises(ValueError, match="'about' needs a finite number"):
         about(math.inf)
+
+
+def test_a_step_counts_from_0_as_a_pytorch_loop_does():
+
+    assert Reading("loop", Quantity("first step", Kind.STEP, "step"), 0).printed == "step 0"
+
+
+def test_a_value_outside_its_kind_names_the_reading_the_kind_and_the_value_at_the_callers_line():
+    from claimlog.log.lines import Line, Template
+
+    line = Line.by_claim(Template("n = {n}", {"n": Quantity("names", Kind.COUNT)}), "data")
+    with pytest.raises(ValueError) as caught:
+        line.fill(n=-3)
+    said = str(caught.value)
+    assert "'data, names' = -3 is not a count: Kind.COUNT admits whole numbers from 0 up" in said
+    # pytest shows it where the author called fill, not inside claimlog.
+    shown = [str(entry.path) for entry in caught.traceback.filter(caught)]
+    assert str(Path(__file__)) in shown
+    assert not [path for path in shown if "/claimlog/" in path], shown
+
+
+def test_a_label_that_contradicts_its_kind_is_named():
+    from claimlog.log.lines import Line, Log, Template
+
+    wrong = Template("loss = {loss}", {"loss": Quantity("final loss", Kind.PERCENT, ".4f")})
+    right = Template("loss = {loss}", {"loss": Quantity("final loss", Kind.LOSS, ".4f")})
+    [doubt] = Log((Line.by_claim(wrong, "fit"),)).kind_doubts()
+    assert doubt.startswith("log line 1 ('fit'): its label 'final loss' says 'loss'")
+    assert "declared Kind.PERCENT: declare it Kind.LOSS" in doubt
+    assert Log((Line.by_claim(right, "fit"),)).kind_doubts() == []
+
+
+def test_the_kinds_are_documented_with_their_domains():
+    """docs/engine.md lists every kind with the domain `Kind.domain` says."""
+    from claimlog.log.readings import KINDS, declared_as
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "engine.md").read_text()
+    rows = re.findall(r"^\| `(Kind\.\w+)` \| ([^|]+) \|", page, re.M)
+    assert dict(rows) == {declared_as(k): k.domain() for k in KINDS.values()}

@@ -47,11 +47,22 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from claimlog.log.readings import FLAG, SETTING, STEP_SPEC, Bound, Quantity, Reading, Value
+from claimlog.log.readings import (
+    FLAG,
+    SETTING,
+    STEP_SPEC,
+    Bound,
+    Quantity,
+    Reading,
+    Value,
+    kind_doubt,
+)
 
 # -- a line's wording ---------------------------------------------------------------------
 _FORMATTER = string.Formatter()
 _NUMBER = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
+# In a published log: a line, or a number of a line, that its author did not print.
+UNPRINTED = "?"
 
 
 @dataclass(frozen=True)
@@ -124,8 +135,9 @@ class Template:
             out.append(r"\s*".join(re.escape(word) for word in re.split(r"\s+", literal)))
             if name is None:
                 continue
-            if name in self.numbers:
-                out.append(rf"\s*(?P<{name}>{_number_pattern(self.numbers[name])})")
+            if name in self.numbers:  # a number as printed, or UNPRINTED where it was not
+                pattern = _number_pattern(self.numbers[name])
+                out.append(rf"\s*(?P<{name}>{pattern}|{re.escape(UNPRINTED)})")
             elif name in self.parts:
                 out.append(r"\s*" + self.parts[name]._regex(text))
             else:
@@ -133,6 +145,23 @@ class Template:
                 words = r"\s+".join(map(re.escape, known.split())) if known is not None else r"\S+"
                 out.append(r"\s*" + words)
         return "".join(out)
+
+    def shape(self, text: Mapping[str, str]) -> str:
+        """The line as a published log must write it, each number a placeholder naming it:
+        "  final train loss = <final train loss>, ...", for a message that says what a line
+        should hold."""
+        out: list[str] = []
+        for literal, name, _, _ in _FORMATTER.parse(self.text):
+            out.append(literal)
+            if name is None:
+                continue
+            if name in self.numbers:
+                out.append(f"<{self.numbers[name].label}>")
+            elif name in self.parts:
+                out.append(self.parts[name].shape(text))
+            else:
+                out.append(text.get(name, f"<{name}>"))
+        return "".join(out).strip()
 
 
 def _number_pattern(quantity: Quantity) -> str:
@@ -252,7 +281,10 @@ class Line:
         return cls.by_claim(_PLOT_SAVED, f"{PLOT}{name}", {"name": name})
 
     def fill(self, text: Mapping[str, str] | None = None, /, **values: Value) -> LogLine:
-        """This line with the claim's `values` (by field name) and the layout's settings."""
+        """This line with the claim's `values` (by field name) and the layout's settings.
+        A wrong field, or a value outside its quantity's kind, is the caller's error: pytest
+        shows it at the caller's line, not inside claimlog."""
+        __tracebackhide__ = True
         # str(): a name may come as a str subclass (torch's TorchVersion) that xdist cannot ship.
         names = {k: str(v) for k, v in {**self.text, **(text or {})}.items()}
         given = {**self.settings, **values}
@@ -264,14 +296,13 @@ class Line:
                 f"log line {self.key!r} prints {fields}: "
                 + (f"missing {missing}" if missing else f"has no field {extra}")
             )
-        readings = tuple(
-            Reading(str(self.key), quantity, given[name])
-            for name, quantity in self.template.quantities()
-        )
+        readings = []  # a loop, not a generator: its frame would show in the traceback
+        for name, quantity in self.template.quantities():
+            readings.append(Reading(str(self.key), quantity, given[name]))
         return LogLine(
             str(self.key),
             self.template.render(given, names),
-            readings,
+            tuple(readings),
             tuple(names[f] for f in self.template.text_fields()),
         )
 
@@ -361,13 +392,32 @@ class Log:
                 block = n
         return tuple(document + [n for n in (section, block) if n is not None and n != number])
 
+    def kind_doubts(self) -> list[str]:
+        """Every number whose label contradicts its declared kind, by line: "log line 9
+        ('S6 plain'): its label 'final loss' says 'loss', but it is declared Kind.PERCENT".
+        Said as the session starts, before any claim reads it."""
+        doubts: list[str] = []
+        for n, line in enumerate(self.lines, start=1):
+            for _, quantity in line.template.quantities():
+                if (doubt := kind_doubt(quantity)) is not None:
+                    doubts.append(f"log line {n} ({line.key!r}): {doubt}")
+        return doubts
+
     def versions_line(self) -> int | None:
         """The number of the log's versions line (`VERSIONS`), if it has one."""
         return self._index.get(VERSIONS)
 
     def read_published(self, path: Path) -> dict[str, Reading]:
-        """Every reading of the published log, by name (its value parsed from the printed
-        text through the same templates)."""
+        """Every number the published log prints, by reading name, each at the precision its
+        author printed it ("2.07" stays "2.07" where results.log prints "2.0700").
+
+        The published log is results.log as its author's own run printed it, line for line,
+        so that its line numbers are the log's. It may be partial: `UNPRINTED` ("?") stands
+        for a whole line, or for one number of a line, that its author never printed; such a
+        number is simply absent here, never filled in. Wording is read loosely (indentation
+        dropped, runs of spaces collapsed); lines without numbers are not read at all.
+
+        Raises `PublishedLogError` naming the file, the line and what it should hold."""
         try:
             text = path.read_text()
         except (OSError, UnicodeDecodeError) as error:
@@ -375,21 +425,32 @@ class Log:
         lines = text.splitlines()
         if len(lines) != len(self.lines):
             raise PublishedLogError(
-                f"{path} has {len(lines)} lines; the layout of results.log has {len(self.lines)}"
+                f"{path} has {len(lines)} lines; the layout of results.log has "
+                f"{len(self.lines)}: every line keeps its number, so write {UNPRINTED} on a "
+                "line its author did not print"
             )
         found: dict[str, Reading] = {}
         for number, (published, line) in enumerate(zip(lines, self.lines, strict=True), 1):
             quantities = list(line.template.quantities())
-            if not line.key or not quantities:
+            if not line.key or not quantities or published.strip() == UNPRINTED:
                 continue
             match = line.template.pattern(line.text).fullmatch(published)
             if match is None:
                 raise PublishedLogError(
-                    f"{path}:{number} does not read as the log line {line.key!r}: {published!r}"
+                    f"{path}:{number} does not read as the log line {line.key!r}: "
+                    f"{published.strip()!r}; expected "
+                    f"{line.template.shape(line.text)!r}, each number as its author printed "
+                    f"it or {UNPRINTED}, or {UNPRINTED} alone for a line not printed"
                 )
             for name, quantity in quantities:
-                value: Any = quantity.parse(match.group(name))
-                reading = Reading(line.key, quantity, value)
+                printed = match.group(name)
+                if printed == UNPRINTED:
+                    continue
+                as_printed = quantity.as_printed(printed)
+                try:
+                    reading = Reading(line.key, as_printed, as_printed.parse(printed))
+                except ValueError as error:  # outside its kind's domain
+                    raise PublishedLogError(f"{path}:{number}: {error}") from None
                 found[reading.name] = reading
         return found
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
@@ -45,6 +46,15 @@ class Kind:
         """A range narrowed to this kind's domain: a band never claims an accuracy of 124%."""
         return max(lo, self.lo), min(hi, self.hi)
 
+    def domain(self) -> str:
+        """Its domain, for people: "whole numbers from 0 up", "0 to 100"."""
+        whole = "whole numbers " if self.integer else ""
+        if self is STEP:
+            return f"{whole}from {self.lo:g} up, or None for a step that never came"
+        if self.hi == math.inf:
+            return f"{whole}from {self.lo:g} up" if self.lo > -math.inf else "any real number"
+        return f"{whole}from {self.lo:g} to {self.hi:g}"
+
     def admits(self, value: Value) -> bool:
         if value is None:
             return self is STEP
@@ -54,7 +64,9 @@ class Kind:
 
 
 COUNT = Kind("count", 0, math.inf, integer=True)  # points, parameters
-STEP = Kind("step", 1, math.inf, integer=True)  # an SGD step; None when it never came
+# An SGD step, counted as the workshop's loop counts it (from 0 or from 1); None when it
+# never came.
+STEP = Kind("step", 0, math.inf, integer=True)
 PERCENT = Kind("percentage", 0, 100)  # accuracies, as the log prints them
 LOSS = Kind("loss", 0)  # binary cross-entropy
 RATIO = Kind("ratio", 0)  # gradient ratios, "x smaller", shrink factors
@@ -80,6 +92,34 @@ FLAG = Kind("flag", 0, 1, integer=True)  # true or false
 KINDS: Mapping[str, Kind] = {
     k.name: k for k in (COUNT, STEP, PERCENT, LOSS, RATIO, MAGNITUDE, FRACTION, REAL, SETTING, FLAG)
 }
+
+
+# Words of a label that say what kind of number it is, with the kinds such a number may be
+# declared as: a "loss" declared Kind.PERCENT passes every bound of a percentage and is then
+# quoted, cited and compared as one. A setting may be any of them ("loss threshold").
+_LABEL_WORDS: tuple[tuple[re.Pattern[str], tuple[Kind, ...]], ...] = (
+    (re.compile(r"\bloss\b", re.I), (LOSS, SETTING)),
+    (re.compile(r"\b(?:acc|accuracy)\b|%", re.I), (PERCENT, FRACTION, SETTING)),
+    (re.compile(r"\bratio\b|\btimes (?:smaller|larger)\b", re.I), (RATIO, SETTING)),
+    (re.compile(r"\bsteps?\b", re.I), (STEP, COUNT, SETTING)),
+    (re.compile(r"\b(?:parameters|count)\b", re.I), (COUNT, SETTING)),
+)
+
+
+def kind_doubt(quantity: Quantity) -> str | None:
+    """Why `quantity`'s label contradicts its kind ("'final loss' says a loss, declared
+    Kind.PERCENT"), or None. Its first word that names a kind decides."""
+    for pattern, kinds in _LABEL_WORDS:
+        word = pattern.search(quantity.label)
+        if word is not None:
+            if quantity.kind in kinds:
+                return None
+            wanted = " or ".join(declared_as(k) for k in kinds if k is not SETTING)
+            return (
+                f"its label {quantity.label!r} says {word.group(0)!r}, but it is declared "
+                f"{declared_as(quantity.kind)}: declare it {wanted}, or relabel it"
+            )
+    return None
 
 
 def declared_as(kind: Kind) -> str:
@@ -118,6 +158,24 @@ class Quantity:
         if self.spec == STEP_SPEC:
             return "never" if value is None else f"step {value}"
         return format(value, self.spec)
+
+    def as_printed(self, printed: str) -> Quantity:
+        """This quantity at the precision `printed` shows: "2.07" of a ".4f" loss prints
+        ".2f", "3.3e-04" prints ".1e". How another author's log (the published one) is shown
+        and compared: at the figures they wrote, never more."""
+        if self.spec == STEP_SPEC or self.kind is FLAG:
+            return self
+        bare = printed.lstrip("+-").lower()
+        sign = "+" if self.spec.startswith("+") else ""
+        mantissa = bare.split("e")[0]
+        decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        if "e" in bare:
+            spec = f"{sign}.{decimals}e"
+        elif "." in mantissa or self.spec not in ("", "d"):
+            spec = f"{sign}.{decimals}f"
+        else:
+            spec = self.spec  # a whole number printed whole
+        return Quantity(self.label, self.kind, spec, self.plus_minus)
 
     def parse(self, printed: str) -> Value:
         """A printed value back as a number: for the published log only, which exists as text."""
@@ -237,10 +295,13 @@ class Reading:
     sometimes: bool = False
 
     def __post_init__(self) -> None:
-        if not self.quantity.kind.admits(self.value):
+        __tracebackhide__ = True  # the error is the caller's: a value its kind does not admit
+        kind = self.quantity.kind
+        if not kind.admits(self.value):
             raise ValueError(
-                f"{self.name} = {self.value!r} is not a {self.quantity.kind.name} "
-                f"(its domain is {self.quantity.kind.lo:g} to {self.quantity.kind.hi:g})"
+                f"{self.name!r} = {self.value!r} is not a {kind.name}: {declared_as(kind)} "
+                f"admits {kind.domain()}. Declare its Quantity with the kind it is "
+                f"(valid kinds: {', '.join(declared_as(k) for k in KINDS.values())})"
             )
 
     @property

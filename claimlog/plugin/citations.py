@@ -37,12 +37,13 @@ from typing import Any
 import pytest
 
 from claimlog.evidence.verdicts import NEW
+from claimlog.log.readings import Reading
 from claimlog.plugin.outcomes import CITATION, CITED, DRIFT, LEFT, NOTE, REWRITE, channel
 from claimlog.plugin.session import session_of
 from claimlog.store import relative
 from claimlog.text import outputs
-from claimlog.text.checks import check
-from claimlog.text.citations import Citation, find_citations, uncited_numbers
+from claimlog.text.checks import check, check_published
+from claimlog.text.citations import Citation, Uncited, find_citations, uncited_numbers
 from claimlog.text.documents import UnreadableDocument, is_text, passages, why_not_followed
 from claimlog.text.rewrites import plan
 
@@ -180,7 +181,8 @@ class CitationItem(pytest.Item):
         super().__init__(**kwargs)
         self.citation = citation
         channel(self).append((CITATION, True))
-        channel(self).append((CITED, list(citation.lines)))
+        if not citation.published:  # the published log's lines are no lines of results.log
+            channel(self).append((CITED, list(citation.lines)))
 
     def runtest(self) -> None:
         from claimlog.plugin.controller import controller_of
@@ -190,6 +192,14 @@ class CitationItem(pytest.Item):
         if controller is None:
             raise CitationError("citations need the whole log: run --workshop without -n")
         log = controller.assemble()
+        if self.citation.published:  # what the original author printed: the file says it
+            by_line: dict[int, list[Reading]] = {}
+            for reading in session.published.values():
+                by_line.setdefault(session.log.line_number(reading.key), []).append(reading)
+            wrong = check_published(self.citation, by_line, log.n_lines)
+            if wrong:
+                raise CitationError("\n".join(wrong))
+            return
         context = {
             n: [log.lines[m] for m in session.log.context_of(n)]
             for n in self.citation.lines
@@ -213,6 +223,11 @@ class CitationItem(pytest.Item):
             channel(self).append((DRIFT, f"{where} {drift}"))
         for note in verdict.notes:
             channel(self).append((NOTE, f"{where} {note}"))
+        for number in verdict.uncited:  # listed with the prose's other uncited numbers
+            uncited = Uncited(
+                citation.path, citation.cell, citation.md_line, number, citation.sentence
+            )
+            session.uncited.setdefault(citation.path, []).append(uncited)
         if problems or verdict.problems:
             raise CitationError("\n".join(problems + verdict.problems))
 

@@ -57,7 +57,8 @@ from claimlog.kernels import (
     recording,
     reference_kernels,
 )
-from claimlog.log.lines import Log
+from claimlog.log.lines import Log, PublishedLogError
+from claimlog.log.readings import Reading
 from claimlog.machine import TORCH_FACTS_FOLDER, import_torch, kept_torch_facts, torch_facts
 from claimlog.places import Places
 from claimlog.platform import Platform, UnreadableReference, read_reference
@@ -117,8 +118,16 @@ class ClaimSession:
     # -- the workshop and the options ------------------------------------------------------
     @cached_property
     def log(self) -> Log:
-        """The workshop's log, line by line (built once a session)."""
-        return self.workshop.log()
+        """The workshop's log, line by line (built once a session). One that cannot be built
+        (its data missing, a template wrong) stops the session with the workshop's own
+        message, not pytest's internal error."""
+        try:
+            return self.workshop.log()
+        except Exception as error:
+            raise pytest.UsageError(
+                f"the log of the workshop {self.workshop.name!r} could not be built: "
+                f"{type(error).__name__}: {error}"
+            ) from error
 
     @property
     def settings(self) -> Settings:
@@ -144,8 +153,24 @@ class ClaimSession:
             refuse_unwritable(s)
         if controller:  # `pytest --help` configures too, and must still answer
             _refuse_unknown_reference(s)
+            _ = self.published  # a malformed published log stops the session now, in seconds
+            for doubt in self.log.kind_doubts():  # before any claim quotes it as its kind
+                config.issue_config_time_warning(pytest.PytestConfigWarning(doubt), stacklevel=2)
             if s.update:
                 self._begin_update(s)
+
+    @cached_property
+    def published(self) -> dict[str, Reading]:
+        """The numbers the published log prints (`Log.read_published`), by reading name:
+        empty where the workshop has none. A malformed one is a usage error, raised as
+        the session configures, before anything is computed."""
+        path = self.settings.places.published_log
+        if not path.exists():
+            return {}
+        try:
+            return self.log.read_published(path)
+        except PublishedLogError as error:
+            raise pytest.UsageError(f"the published log: {error}") from None
 
     @cached_property
     def session_id(self) -> str:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from claimlog.declaration import Together, declared_in
+from claimlog.declaration import Together, declared_in, package_in
 from claimlog.evidence.fragments import Variant, claim_of, from_record
 from claimlog.evidence.record import Record
 from claimlog.kernels import fingerprint, kernel_bits, reference_kernels
@@ -88,7 +88,9 @@ class Checkout:
 
 def pack(root: Path) -> bytes:
     """The project's claims, snapshots and configuration as a tar.gz, without the sweep's
-    fragments (evidence for the merge, not for the claims) and caches."""
+    fragments (evidence for the merge, not for the claims) and caches; and the workshop's own
+    package where it lies in the project (`package_in`), as `claimlog init` writes it: a job
+    then imports the checkout's code with no install, as the project's own pytest does."""
 
     def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
         parts = Path(info.name).parts
@@ -98,7 +100,8 @@ def pack(root: Path) -> bytes:
 
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name in PROJECT_FILES:
+        package = package_in(root)
+        for name in (*PROJECT_FILES, *([package] if package else [])):
             if (root / name).exists():  # a workshop without a conftest.py needs none
                 tar.add(root / name, arcname=name, filter=keep)
     return buffer.getvalue()

@@ -132,6 +132,9 @@ class Verdict:
     problems: list[str] = field(default_factory=list)
     drift: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # how the quoted lesson holds over seeds
+    # Numbers of the sentence that fit no reading of the cited lines (orders of magnitude
+    # from each): the sentence's own ("n + 1 bigrams"), uncited rather than wrong quotes.
+    uncited: list[str] = field(default_factory=list)
 
 
 def _of_kind(readings: Sequence[Reading], kind: str | None) -> list[Reading]:
@@ -155,9 +158,28 @@ def _printed_elsewhere(
     return ""
 
 
-def _nearest(readings: Sequence[Reading], quoted: str) -> Reading | None:
+# A quoted number this many times larger or smaller than every reading of the cited lines
+# quotes none of them: it is the sentence's own.
+FITS_NONE = 10.0
+
+
+def fits_none(reading: Reading, quoted: str) -> bool:
+    """Whether `quoted` is orders of magnitude from `reading` (`FITS_NONE`), so that it
+    cannot be a wrong quote of it: "n + 1" beside 228146 bigrams."""
+    value, here = abs(float(quoted)), abs(float(reading.number or 0))
+    if value == 0 or here == 0:
+        return False  # zero is as near to a small reading as a quote of it can be
+    return max(value, here) / min(value, here) > FITS_NONE
+
+
+def _nearest(
+    readings: Sequence[Reading], quoted: str, taken: Sequence[Reading] = ()
+) -> Reading | None:
+    """The reading a wrong quote most likely meant: the nearest in value, among those no
+    other number of the citation quotes already (one number, one reading)."""
     value = float(quoted)
     numeric = [r for r in readings if r.number is not None and r.value is not None]
+    numeric = [r for r in numeric if r not in taken] or numeric
     if not numeric:
         return None
 
@@ -253,6 +275,15 @@ def check(
     readings = [r for line in cited if line.verified for r in line.readings]
     heard = [r for n in citation.lines for line in context.get(n, ()) for r in line.readings]
     names = [name for line in cited for name in line.names]
+    # The readings some number of the citation quotes as printed: no other number is taken
+    # for a wrong quote of one of them ("80/10/10" reports the 10 once).
+    taken = [
+        r
+        for quote in citation.quotes
+        if quote.span is None
+        for r in _of_kind(readings, quote.kind)
+        if says(r, quote.text)
+    ]
     for quote in citation.quotes:
         if quote.span is not None:
             verdict.problems.extend(_range_problems(quote.span, readings, fragility))
@@ -282,7 +313,10 @@ def check(
         candidates = pool + (_of_kind(heard, said_kind) if said_kind else [])
         # What the sentence says first, measured ("51.5%" is an accuracy before the 90% bar).
         primary = [r for r in candidates if said_kind and r.kind.name == KINDS[said_kind][0]]
-        nearest = _nearest(primary or candidates, quoted)
+        nearest = _nearest(primary or candidates, quoted, taken)
+        if nearest is not None and fits_none(nearest, quoted):
+            verdict.uncited.append(quoted)  # no reading's: the sentence's own number
+            continue
         elsewhere = _printed_elsewhere(quoted, said_kind, lines, citation.lines)
         other = next(((c, r) for c in cited for r in c.readings if says(r, quoted)), None)
         if said_kind is not None and not pool and other is not None:
@@ -339,6 +373,42 @@ def check(
                 + elsewhere
             )
     return verdict
+
+
+def check_published(
+    citation: Citation, published: Mapping[int, Sequence[Reading]], n_lines: int
+) -> list[str]:
+    """The problems of a citation of the published log ("the lecture's own run printed 2.07
+    (published line 9)"): each number it quotes must be one the published log prints on a
+    cited line, at no more figures than its author printed (`published`: the published log's
+    readings, by line; a line its author did not print has none)."""
+    problems: list[str] = []
+    for n in citation.lines:
+        if not 1 <= n <= n_lines:
+            problems.append(f"cites published line {n}, but the log has {n_lines} lines")
+        elif not published.get(n):
+            problems.append(f"cites published line {n}, where the published log prints no number")
+    printed = [r for n in citation.lines for r in published.get(n, ())]
+    for quote in citation.quotes:
+        if quote.span is not None:
+            problems.append(
+                f"quotes the range {quote.text} from the published log, which prints values"
+            )
+            continue
+        if printed and not any(_printed_as(r, quote.text) for r in printed):
+            shown = ", ".join(f"{r.printed} ({r.name})" for r in printed)
+            problems.append(f"quotes {quote.text}, which the published log does not print: {shown}")
+    return problems
+
+
+def _printed_as(reading: Reading, quoted: str) -> bool:
+    """A published number says the quote at no more figures than its author printed."""
+    return says(reading, quoted) and _decimals(quoted) <= _decimals(reading.printed)
+
+
+def _decimals(number: str) -> int:
+    mantissa = number.lower().split("e")[0]
+    return len(mantissa.split(".")[1]) if "." in mantissa else 0
 
 
 def _platform_prints(evidence: ReadingEvidence) -> dict[str, float]:

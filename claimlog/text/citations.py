@@ -32,7 +32,13 @@ _NUMBER = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
 _NUM = r"\d+"
 _RANGE = rf"{_NUM}(?:\s*(?:-|\u2013|to)\s*{_NUM})?"  # "35-38", "35\u201338", "35 to 38"
 _LIST = rf"{_RANGE}(?:\s*(?:,|and|&)\s*{_RANGE})*"  # "25 and 29", "25, 29 and 40"
-CITATION = re.compile(rf"\blines?\s+(?P<list>{_LIST})|results\.log:(?P<one>{_LIST})", re.I)
+# "(line 40)", "results.log:40"; and "(published line 9)", "the published log, line 9": a
+# citation of the number its original author printed, checked against the published log.
+CITATION = re.compile(
+    rf"(?P<published>\bpublished(?:\s+log)?(?:'s)?,?\s+)?\blines?\s+(?P<list>{_LIST})"
+    rf"|results\.log:(?P<one>{_LIST})",
+    re.I,
+)
 # A quoted number is not glued to what comes before it: "S4", "x1", "h_k+1", "layer-1".
 QUOTED = re.compile(rf"(?<![A-Za-z_\d.+\-]){_NUMBER}")
 # Words after which a number is a name: "layer 4's gradient", "ln 2", "module 2".
@@ -176,6 +182,8 @@ class Citation:
     sentence: str
     quotes: tuple[Quote, ...]  # the numbers it covers
     cell: int | None = None  # the notebook cell it stands in, 1-based; None in a text file
+    # It cites the published log ("published line 9"): what the original author printed.
+    published: bool = False
 
     @property
     def quoted(self) -> tuple[str, ...]:
@@ -266,7 +274,8 @@ def find_citations(path: str, source: str, cell: int | None = None) -> list[Cita
                 placed = tuple(q.placed(paragraph) for q in quoted)
                 cited = _expand(c.group("list") or c.group("one"))
                 text = " ".join(sentence.split())
-                found.append(Citation(path, line, tuple(cited), text, placed, cell))
+                published = c.group("published") is not None
+                found.append(Citation(path, line, tuple(cited), text, placed, cell, published))
     return found
 
 
