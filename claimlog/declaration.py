@@ -205,6 +205,10 @@ def package_in(folder: Path) -> str | None:
         spec = options["ini_options"][INI_NAME]
     except (OSError, KeyError, tomllib.TOMLDecodeError):
         return None
+    # Imported from the project only where pytest puts the project on the path; an installed
+    # workshop (bnvg) is imported from the environment, which each job checks is the checkout.
+    if not {".", "./"} & set(options["ini_options"].get("pythonpath", [])):
+        return None
     top = str(spec).partition(":")[0].split(".")[0]
     return top if top and (folder / top / "__init__.py").is_file() else None
 
