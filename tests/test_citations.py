@@ -4,7 +4,17 @@ import pytest
 
 from bnvg.log.layout import log as bnvg_log
 from claimlog.evidence.fragility import EMPTY
-from claimlog.log.readings import FRACTION, MAGNITUDE, RATIO, REAL, SETTING, Quantity, Reading
+from claimlog.log.readings import (
+    COUNT,
+    FRACTION,
+    MAGNITUDE,
+    PERCENT,
+    RATIO,
+    REAL,
+    SETTING,
+    Quantity,
+    Reading,
+)
 from claimlog.text.checks import CitedLine, check, rounds_to, says
 from claimlog.text.citations import find_citations
 
@@ -498,3 +508,57 @@ def test_the_words_that_make_a_number_a_bound():
         assert words_a_bound(before), before
     for before in ("ends at ", "first reaches 90% at step ", "the ratio is ", "nearby "):
         assert not words_a_bound(before), before
+
+
+# -- issue 62: a number is matched to a reading by kind and value, one number at a time -------
+NAMES = Reading("data", Quantity("names", COUNT, "d"), 32033)
+SEED = Reading("data", Quantity("shuffle seed", SETTING, "d"), 42)
+SATURATED = Reading("tanh", Quantity("saturated", PERCENT, ".1f"), 3.5)
+THRESHOLD = Reading("tanh", Quantity("threshold", SETTING, ".2f"), 0.99)
+OWN = {
+    3: CitedLine(3, "data: 32033 names, shuffle seed 42", (NAMES, SEED)),
+    7: CitedLine(7, "tanh: |h| > 0.99 for 3.5% of the units", (THRESHOLD, SATURATED)),
+}
+
+
+def own_verdict(md):
+    [c] = find_citations("m.md", md)
+    return check(c, OWN, {}, EMPTY, n_lines=7)
+
+
+def test_a_number_that_fits_no_cited_reading_is_the_sentences_own_and_named_once():
+    """A seed is chosen, not measured: the 80 of "80/10/10" is no wrong quote of a seed of 42,
+    nor the 0.2 a weight is scaled by one of a threshold of 0.99. Each is the sentence's own,
+    listed as uncited, the 10 once."""
+    cut = own_verdict("The 32033 names are shuffled and cut 80/10/10 (line 3).")
+    assert (cut.problems, cut.uncited) == ([], ["80", "10"])
+    scaled = own_verdict("With its weights times 0.2, 3.5% of the units saturate (line 7).")
+    assert (scaled.problems, scaled.uncited) == ([], ["0.2"])
+
+
+def test_a_setting_the_sentence_names_is_still_a_wrong_quote_of_it():
+    said = own_verdict("The names are shuffled with seed 80 (line 3).")
+    assert said.problems == ["quotes 80 for 'data, shuffle seed': here 42 (no evidence of it yet)"]
+    assert own_verdict("Of the units, 4.5% saturate (line 7).").problems == [
+        "quotes 4.5 for 'tanh, saturated': here 3.5 (no evidence of it yet)"
+    ]
+
+
+def test_a_failed_claims_readings_that_print_as_recorded_stand():
+    """Its claim failed on another number of the line: a quote of one that prints what the
+    record prints holds; a quote of any other number is a citation of a line this run did not
+    verify, never a wrong quote of a reading it may not mean."""
+    failed = {
+        3: CitedLine(3, "[not verified: data -- failed]", verified=False, standing=(NAMES,)),
+        4: CitedLine(4, "[not verified: tanh -- failed]", verified=False),
+    }
+    [c] = find_citations("m.md", "It holds 32033 names (line 3).")
+    assert check(c, failed, {}, EMPTY, n_lines=4).problems == []
+    [c] = find_citations("m.md", "It holds 32034 names, shuffled with seed 42 (line 3).")
+    assert check(c, failed, {}, EMPTY, n_lines=4).problems == [
+        "cites line 3, which this run did not verify (its claim failed or did not run)"
+    ]
+    [c] = find_citations("m.md", "It holds 32033 names (lines 3 and 4).")
+    assert check(c, failed, {}, EMPTY, n_lines=4).problems == [
+        "cites line 4, which this run did not verify (its claim failed or did not run)"
+    ]

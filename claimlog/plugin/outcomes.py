@@ -205,6 +205,19 @@ class LogAssembly:
         return len(self.lines)
 
 
+def standing_readings(claim: ClaimOutcome, key: str) -> tuple[Reading, ...]:
+    """The readings a failed claim computed for its line `key` that print as its snapshot
+    stores them: what failed was not them, and the text may go on quoting them."""
+    standing = []
+    for reading in claim.readings.values():
+        stored = claim.stored.get(reading.name)
+        if reading.key != key or stored is None or reading.value is None:
+            continue
+        if reading.with_value(reading.value_from_float(stored)).printed == reading.printed:
+            standing.append(reading)
+    return tuple(standing)
+
+
 def assemble_log(claims: Mapping[str, ClaimOutcome], log: Log) -> LogAssembly:
     verified = {key: line for c in claims.values() if c.passed for key, line in c.lines.items()}
     failed_by = {key: nodeid for nodeid, c in claims.items() if c.failed for key in c.owns}
@@ -223,7 +236,8 @@ def assemble_log(claims: Mapping[str, ClaimOutcome], log: Log) -> LogAssembly:
             counts["verified"] += 1
         elif key in failed_by:
             text = f"  {NOT_VERIFIED}: {key} -- {failed_by[key]} failed]"
-            out[n] = CitedLine(n, text, verified=False)
+            standing = standing_readings(claims[failed_by[key]], key)
+            out[n] = CitedLine(n, text, verified=False, standing=standing)
             counts["failed"] += 1
         else:
             out[n] = CitedLine(n, f"  {NOT_VERIFIED}: {key} -- no claim ran]", verified=False)

@@ -232,6 +232,8 @@ class Quoted:
             if r.bound is not None and not r.sometimes and not r.bound.holds(r.value)
         ]
         if broken:
+            # What is stored, for the citations: the readings that print as recorded stand.
+            channel(self._item).append((STORED, self._stored_if_any()))
             message = f"{self._item.nodeid}: the claim does not hold\n" + "\n".join(broken)
             pytest.fail(message, pytrace=False)
 

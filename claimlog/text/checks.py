@@ -17,6 +17,13 @@ alone, at the workshop's own seeds (`ReadingEvidence.platform_verdict`):
   just before the number (`claimlog.text.citations.BOUND_WORDS`: "by step 100", "within
   10x", "at least 90%"); "ends at 90.0%" states a value, and fails where the line prints 51.5.
 
+A number is matched to the cited readings one at a time, by kind and value
+(`may_misquote`): a number of the sentence that fits none of them ("cut 80/10/10" beside a
+seed of 42) is the sentence's own, listed as uncited, not a wrong quote. A line whose claim
+failed is judged by its readings that still print as recorded (`CitedLine.standing`): a
+quote of one holds, and a quote they do not bear out fails as a citation of a line this run
+did not verify, never as a wrong quote of a number nobody verified.
+
 What other seeds do (another minibatch order, other starting weights) is another experiment:
 it says how general the lesson is, not what the cited line prints, and it never excuses a
 value. It is a note beside the citation ("'S4 plain ratio, times smaller' over other seeds:
@@ -40,8 +47,8 @@ from claimlog.evidence.fragility import (
     version_key,
 )
 from claimlog.evidence.verdicts import status_of
+from claimlog.log.readings import FLAG, SETTING, Reading, declared_as
 from claimlog.log.readings import KINDS as READING_KINDS
-from claimlog.log.readings import Reading, declared_as
 from claimlog.text.citations import KINDS, Citation, Quote
 
 
@@ -118,13 +125,16 @@ def _bound_says(reading: Reading, quote: Quote) -> bool:
 
 @dataclass(frozen=True)
 class CitedLine:
-    """What one log line says this session: its readings and names, if its claim passed."""
+    """What one log line says this session: its readings and names, if its claim passed.
+    A line whose claim failed keeps, as `standing`, the readings it computed that print
+    what the record prints: the claim's failure is not theirs, and a quote of one holds."""
 
     number: int
     text: str
     readings: tuple[Reading, ...] = ()
     names: tuple[str, ...] = ()
     verified: bool = True
+    standing: tuple[Reading, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -170,6 +180,20 @@ def fits_none(reading: Reading, quoted: str) -> bool:
     if value == 0 or here == 0:
         return False  # zero is as near to a small reading as a quote of it can be
     return max(value, here) / min(value, here) > FITS_NONE
+
+
+def may_misquote(reading: Reading, quote: Quote) -> bool:
+    """Whether a number whose kind the sentence does not say may be a wrong quote of
+    `reading`, by kind and value: a value of the reading's kind (no "-3" for a loss, no 80
+    for a fraction), not orders of magnitude from it; and a setting only where the sentence
+    names it just before the number ("seed 80", "depth 9"). A setting is chosen, never
+    measured, so nothing moves it: the 80 of "cut 80/10/10" is no quote of a seed of 42, and
+    the 0.2 of "weights times 0.2" none of a threshold of 0.99."""
+    if not reading.kind.admits(float(quote.text)) or fits_none(reading, quote.text):
+        return False
+    if reading.kind.name in (SETTING.name, FLAG.name):
+        return bool(quote.word) and quote.word in reading.label.lower().split()
+    return True
 
 
 def _nearest(
@@ -265,14 +289,17 @@ def check(
     lesson is names the seed axes in the workshop's words (`seeds`)."""
     verdict = Verdict()
     cited = [lines[n] for n in citation.lines if n in lines]
+    beyond: list[str] = []
+    unverified: dict[int, str] = {}  # said only where the quotes need what the run did not verify
     for n in citation.lines:
         if not 1 <= n <= n_lines:
-            verdict.problems.append(f"cites line {n}, but results.log has {n_lines} lines")
+            beyond.append(f"cites line {n}, but results.log has {n_lines} lines")
         elif not lines[n].verified:
-            verdict.problems.append(
+            unverified[n] = (
                 f"cites line {n}, which this run did not verify (its claim failed or did not run)"
             )
-    readings = [r for line in cited if line.verified for r in line.readings]
+    # A failed claim's readings that print as recorded stand; the others are unknown here.
+    readings = [r for line in cited for r in (line.readings if line.verified else line.standing)]
     heard = [r for n in citation.lines for line in context.get(n, ()) for r in line.readings]
     names = [name for line in cited for name in line.names]
     # The readings some number of the citation quotes as printed: no other number is taken
@@ -311,13 +338,21 @@ def check(
         # The nearest reading of the kind the sentence says, the headings it is read under
         # included ("after 4000 steps" quotes the heading's steps).
         candidates = pool + (_of_kind(heard, said_kind) if said_kind else [])
+        elsewhere = _printed_elsewhere(quoted, said_kind, lines, citation.lines)
+        if said_kind is None:
+            fitting = [r for r in candidates if may_misquote(r, quote)]
+            if candidates and not fitting and not elsewhere:
+                if quoted not in verdict.uncited:  # the sentence's own number, said once
+                    verdict.uncited.append(quoted)
+                continue
+            candidates = fitting
         # What the sentence says first, measured ("51.5%" is an accuracy before the 90% bar).
         primary = [r for r in candidates if said_kind and r.kind.name == KINDS[said_kind][0]]
         nearest = _nearest(primary or candidates, quoted, taken)
         if nearest is not None and fits_none(nearest, quoted):
-            verdict.uncited.append(quoted)  # no reading's: the sentence's own number
+            if quoted not in verdict.uncited:  # no reading's: the sentence's own number
+                verdict.uncited.append(quoted)
             continue
-        elsewhere = _printed_elsewhere(quoted, said_kind, lines, citation.lines)
         other = next(((c, r) for c in cited for r in c.readings if says(r, quoted)), None)
         if said_kind is not None and not pool and other is not None:
             # The number is there, but the cited lines print nothing of the kind the sentence
@@ -372,6 +407,16 @@ def check(
                 + honest
                 + elsewhere
             )
+    if verdict.problems or verdict.drift:
+        if unverified:
+            # A quote the standing readings do not bear out may be one of a failed claim's
+            # moved numbers, which this run did not verify: the quote is not judged wrong,
+            # the lines are what fails.
+            verdict.problems[:] = list(unverified.values())
+            verdict.drift.clear()
+    else:  # every quote holds: only a line with nothing standing fails
+        verdict.problems.extend(m for n, m in unverified.items() if not lines[n].standing)
+    verdict.problems[:0] = beyond
     return verdict
 
 

@@ -157,6 +157,9 @@ class Quote:
     offset: int = 0  # in its paragraph, until placed
     end_offsets: tuple[int, int] | None = None
     where: tuple[tuple[int, int], ...] = ()
+    # The word the sentence writes just before the number, lower case ("seed" in "seed 80",
+    # "depth" in "depth = 8"): what names a setting it quotes.
+    word: str = ""
 
     @property
     def span(self) -> tuple[float, float] | None:
@@ -221,6 +224,10 @@ def quoted_numbers(sentence: str, skip: Sequence[tuple[int, int]] = ()) -> Itera
         yield q
 
 
+# The word just before a number, an "=", ":" or "of" between them allowed ("seed 42", "lr = 0.5").
+WORD_BEFORE = re.compile(r"([A-Za-z]+)\s*(?:=|:|of)?\s*$")
+
+
 def _quotes(sentence: str, cites: Sequence[re.Match[str]], at: int) -> list[list[Quote]]:
     """The numbers each citation covers, each with what the sentence says it is: those since
     the previous citation; the numbers after the last citation belong to the last. `at` is
@@ -253,8 +260,15 @@ def _quotes(sentence: str, cites: Sequence[re.Match[str]], at: int) -> list[list
     for q in quoted_numbers(sentence, spans):
         before = sentence[: q.start()]
         kind = kind_said(before, sentence[q.end() :])
+        word = WORD_BEFORE.search(before)
         numbers[belongs(q.end())].append(
-            Quote(q.group(0), kind, bound=bound_worded(before, q.group(0)), offset=at + q.start())
+            Quote(
+                q.group(0),
+                kind,
+                bound=bound_worded(before, q.group(0)),
+                offset=at + q.start(),
+                word=word.group(1).lower() if word else "",
+            )
         )
     return numbers
 
