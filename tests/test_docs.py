@@ -462,3 +462,22 @@ def test_the_published_and_reproduced_values_are_the_logs():
         n, then, now = int(cells[0]), cells[2].strip("`"), cells[3].strip("`")
         assert then in published[n - 1], (n, then, published[n - 1])
         assert now in log_line(n) and then not in log_line(n), (n, now, log_line(n))
+
+
+def test_every_field_of_a_declaration_is_documented_with_what_leaving_it_out_gives():
+    """docs/engine.md lists the fields of `Declaration` in order: "required" where it has no
+    default, the default itself where it is a string."""
+    import dataclasses
+
+    from claimlog.declaration import Declaration
+
+    page = (ROOT / "docs" / "engine.md").read_text()
+    table = page.split("<!-- fields: claimlog.declaration.Declaration -->", 1)[1].split("\n\n")[0]
+    rows = re.findall(r"^\| `(\w+)` \| [^|]+ \| ([^|]+) \|$", table, re.M)
+    fields = dataclasses.fields(Declaration)
+    assert [name for name, _ in rows] == [f.name for f in fields]
+    for (name, left_out), f in zip(rows, fields, strict=True):
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        assert (left_out == "required") == required, name
+        if isinstance(f.default, str):
+            assert left_out == f"`{f.default}`", name
