@@ -93,7 +93,15 @@ def test_on_a_new_platform_a_fragile_number_that_moved_passes_and_is_listed_as_d
 def test_strict_numbers_turns_drift_into_failure(suite):
     result = suite("0.0079", "--strict-numbers")
     result.assert_outcomes(passed=1, failed=2)
-    result.stdout.fnmatch_lines(["*S6 batch norm, final train loss: snapshot 0.0053, here 0.0079*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*S6 batch norm, final train loss: snapshot 0.0053, here 0.0079*",
+            # Issue 62: no update is advised where the run is not the reference.
+            "This run is not on the reference platform: its numbers are not the record's to "
+            "replace (an update here would make them the reference)",
+        ]
+    )
+    assert "--snapshot-update -k" not in result.stdout.str()
 
 
 def test_on_a_new_platform_a_statement_that_breaks_fails_naming_it(suite):
@@ -102,6 +110,24 @@ def test_on_a_new_platform_a_statement_that_breaks_fails_naming_it(suite):
     result.stdout.fnmatch_lines(
         ["*S6 batch norm, final train loss: 0.0600, but the claim says below 0.05 (log line 66)"]
     )
+
+
+def test_a_number_that_moved_and_broke_its_statement_is_listed_as_moved_never_as_none(suite):
+    """Issue 62: the summary's lists and headings agree. The loss moved and its claim failed
+    on it: it is among the numbers that moved, and the platform's section says that the one
+    that moved failed, not that every number is the reference's."""
+    result = suite("0.0600")
+    result.stdout.fnmatch_lines(
+        [
+            "*- 1 quoted number moved -*",
+            "  line 66, S6 batch norm, final train loss: 0.0053 -> 0.0600 (fragile)",
+            "*this platform is new to the evidence*",
+            "Every claim's statement was asserted on this run; a number that moved while its "
+            "statement holds is drift, not failure:",
+            "  none: the 1 that moved (above) failed, none drifted",
+        ]
+    )
+    assert "every number is the reference's" not in result.stdout.str()
 
 
 def test_the_log_shows_the_value_computed_here_even_when_it_drifted(suite, pytester):

@@ -232,8 +232,12 @@ class Quoted:
             if r.bound is not None and not r.sometimes and not r.bound.holds(r.value)
         ]
         if broken:
-            # What is stored, for the citations: the readings that print as recorded stand.
-            channel(self._item).append((STORED, self._stored_if_any()))
+            # What is stored, and what moved from it: the summary lists a number that moved
+            # and broke its bound with the others that moved, and the citations let the
+            # readings that print as recorded stand.
+            stored = self._stored_if_any()
+            channel(self._item).append((STORED, stored))
+            self._say_moved(readings, {r.key: line(r.key) for r in readings}, stored)
             message = f"{self._item.nodeid}: the claim does not hold\n" + "\n".join(broken)
             pytest.fail(message, pytrace=False)
 

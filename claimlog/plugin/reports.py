@@ -26,7 +26,7 @@ import pytest
 from claimlog.evidence.fragility import Fragility, listed
 from claimlog.evidence.fragments import seed_variant_name
 from claimlog.evidence.verdicts import Moved
-from claimlog.log.lines import PLOT, Log, PublishedLogError
+from claimlog.log.lines import PLOT, Log
 from claimlog.log.readings import Reading
 from claimlog.platform import Platform
 from claimlog.plugin.options import Settings, owned_keys
@@ -48,13 +48,6 @@ def _section_of(claim: ClaimOutcome, module_first: int | None, log: Log) -> str:
     if claim.owns:
         return log.section_of(_position(claim, log))
     return log.section_of(module_first) if module_first is not None else "other claims"
-
-
-def _published(path: Path, log: Log) -> Mapping[str, Reading]:
-    try:
-        return log.read_published(path)
-    except PublishedLogError:
-        return {}
 
 
 def _cell(text: str) -> str:
@@ -101,7 +94,7 @@ def render_claims_report(
     fragility, stale, uncited = session.fragility(), session.stale_claims(), session.uncited
     layout = session.log
     path = settings.claims_report or root / "report.md"
-    published = _published(settings.places.published_log, layout)
+    published = session.published  # read and checked as the session configured
     counts = {s: sum(1 for c in claims.values() if c.status == s) for s in STATUSES}
     # Each count includes the reference (seed 0 on the reference platform).
     counted = [f"{len(fragility.on_axis('platform')) + 1} platforms"] + [

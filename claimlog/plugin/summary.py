@@ -346,8 +346,8 @@ def _say_platform(c: Controller, terminalreporter: pytest.TerminalReporter) -> N
     else:
         terminalreporter.write_sep("-", "this platform is new to the evidence")
         write(
-            "Every claim's statement was asserted on this run; the numbers that moved are "
-            "drift, not failure:"
+            "Every claim's statement was asserted on this run; a number that moved while its "
+            "statement holds is drift, not failure:"
         )
         for line in drift:
             write(f"  {line}")
