@@ -221,3 +221,20 @@ def test_the_committed_evidence_holds_linux_arm64_on_both_emulated_cpu_models():
         assert f"`{run}` = " in fragility_md and "emulated by QEMU" in fragility.variants[run]
         assert f"| {label} |" in robustness_md  # a column of each section's table
         assert f"**{label}** (" in seen
+
+
+def test_releases_are_ordered_as_they_came_out():
+    """A release candidate comes before its release, 2.9 before 2.13 (PEP 440, as pip orders
+    them); a name that is no version sorts first rather than failing the merge."""
+    from claimlog.evidence.fragility import version_key
+
+    given = ["2.13.0", "2.13.0rc1", "2.15.0", "2.9.1", "2.13.0+cpu", "nightly"]
+    assert sorted(given, key=version_key) == [
+        "nightly",
+        "2.9.1",
+        "2.13.0rc1",
+        "2.13.0",
+        "2.13.0+cpu",
+        "2.15.0",
+    ]
+    assert version_key("2.13.0rc1") < version_key("2.13.0")

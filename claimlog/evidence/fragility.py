@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from claimlog.log.readings import Bound, Quantity, Value, kind_named
 
 PUBLISHED = "published"
@@ -374,6 +376,10 @@ def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """ "2.15.0" -> (2, 15, 0): releases in the order they came out."""
-    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
+def version_key(version: str) -> tuple[bool, Version | str]:
+    """Releases in the order they came out, as pip orders them (PEP 440): "2.13.0rc1" before
+    "2.13.0", "2.9.1" before "2.13.0". A name that is no version sorts first, by itself."""
+    try:
+        return True, Version(version)
+    except InvalidVersion:
+        return False, version
