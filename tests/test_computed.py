@@ -78,3 +78,27 @@ def test_torchs_facts_are_asked_of_torch_once_then_read_without_importing_it(tmp
     # times: the second answer, read without torch, is the first one kept.
     assert said[0][0] == said[1][0] == torch.backends.cpu.get_cpu_capability()
     assert [s[1] for s in said] == ["True", "False"]
+
+
+def test_a_figures_inputs_are_known_by_content_whatever_the_workshop_names_them():
+    """Issue 60: the engine knows no workshop's data set by its attribute names. A dataclass
+    of any fields is known by each field's content, a tensor by its values."""
+    from dataclasses import dataclass
+
+    import numpy as np
+
+    from claimlog.plugin.fixtures import fingerprint
+
+    @dataclass(frozen=True)
+    class Names:
+        words: tuple[str, ...]
+        counts: np.ndarray
+
+    same = fingerprint(Names(("emma", "ava"), np.array([1, 2])))
+    assert same == fingerprint(Names(("emma", "ava"), np.array([1, 2])))
+    assert same != fingerprint(Names(("emma", "ava"), np.array([1, 3])))
+    assert same != fingerprint(Names(("emma", "olivia"), np.array([1, 2])))
+    big = torch.arange(5000, dtype=torch.float32)  # its repr would elide the middle
+    moved = big.clone()
+    moved[2500] = -1.0
+    assert fingerprint(big) != fingerprint(moved)

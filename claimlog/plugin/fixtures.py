@@ -23,6 +23,7 @@ plugins it declares.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import json
@@ -395,8 +396,8 @@ RENDERER = (installed("matplotlib"), platform.python_version(), platform.machine
 def fingerprint(value: Any) -> list[bytes | str]:
     """What a figure's input is, as bytes: tables and arrays by content, networks by their
     weights, a trained run by its `key` (`Training.train`: its key in the cache names
-    everything its numbers depend on), containers by their items, anything else by its
-    repr."""
+    everything its numbers depend on), tensors by their values, a dataclass (a workshop's
+    data set) by its fields, containers by their items, anything else by its repr."""
     if isinstance(value, Table):
         parts: list[bytes | str] = [value.name, value.index_name, repr(value.index)]
         for column, values in value.columns.items():
@@ -416,8 +417,13 @@ def fingerprint(value: Any) -> list[bytes | str]:
             for name, tensor in sorted(value.state_dict().items())
             for part in (name, *fingerprint(tensor.detach().cpu().numpy()))
         ]
-    if hasattr(value, "X") and hasattr(value, "y"):  # the data set
-        return [*fingerprint(value.X), *fingerprint(value.y), repr(getattr(value, "n_train", None))]
+    if hasattr(value, "detach") and hasattr(value, "numpy"):  # a tensor: its values
+        return fingerprint(value.detach().cpu().numpy())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a data set, say
+        fields = dataclasses.fields(value)
+        return [type(value).__qualname__] + [
+            part for f in fields for part in (f.name, *fingerprint(getattr(value, f.name)))
+        ]
     if isinstance(value, Mapping):
         return [p for k, v in value.items() for p in (repr(k), *fingerprint(v))]
     if isinstance(value, list | tuple):
