@@ -272,14 +272,14 @@ def test_a_selection_of_the_projects_own_tests_still_gets_a_worker_per_core(pyte
     """`-k`/`-m` narrow the claims to a few networks, which one process trains fastest; the
     project's tier `pytest tests/ -m "not slow"` is hundreds of tests, spread over every
     core like any full run (None: xdist's own count)."""
-    from claimlog.plugin import pytest_xdist_auto_num_workers
+    from claimlog.plugin import auto_num_workers
 
     (pytester.path / "claims").mkdir()
     (pytester.path / "tests").mkdir()
     pytester.makeini(workshop_ini)
 
     def workers(*args):
-        return pytest_xdist_auto_num_workers(pytester.parseconfig(*args))
+        return auto_num_workers(pytester.parseconfig(*args))
 
     assert workers("claims", "-k", "eval_bug") == 0
     assert workers("claims", "tests", "-m", "not slow") == 0

@@ -1,13 +1,13 @@
-"""The pytest plugin of claimlog, found by pytest through its `pytest11` entry point: every
-hook it implements, each a few lines, handing the work to the module that does it.
+"""The pytest plugin of claimlog, found by pytest through its `pytest11` entry point.
 
-It stays inert in a folder whose pytest configuration declares no workshop
-(`claimlog.declaration`). Where one is declared, before the first conftest is read, it sets
-the reference kernels (`claimlog.platform`: numpy reads its part when it is imported, which
-the plugin's own modules do next, and the options decide torch's part again before torch is
-imported), makes the session's one state, a `ClaimSession` on the config
-(`claimlog.plugin.session`), and registers the fixtures and the workshop's own plugins. The
-modules of the plugin:
+The entry point adds one ini option, the declaration (`claimlog.declaration`), and nothing
+else happens in a folder whose configuration declares no workshop. Where one is declared,
+before the first conftest is read, it sets the reference kernels (`claimlog.platform`: numpy
+reads its part when it is imported, which the plugin's own modules do next, and the options
+decide torch's part again before torch is imported), makes the session's one state, a
+`ClaimSession` on the config (`claimlog.plugin.session`), and registers the plugin object
+that holds every hook (`Claims`, as pytest registers its own features only where they are
+used), the fixtures and the workshop's own plugins. The modules of the plugin:
 
 - `options`: the command line and the markers, read once into the session's `Settings`;
 - `session`: the `ClaimSession`: the workshop, the settings, the platform this process
@@ -61,30 +61,13 @@ CAME_FIRST = {
         "computes with its own, and the platform says so\n"
     ),
 }
-IMPORTED_FIRST = pytest.StashKey[list[str]]()
-
-
-def _session(config: pytest.Config) -> ClaimSession | None:
-    """The claimlog session of `config`; None where no workshop is declared."""
-    from claimlog.plugin.session import SESSION
-
-    return config.stash.get(SESSION, None)
-
-
-def _controller(config: pytest.Config) -> Controller | None:
-    """The session's controller (the only process's, or xdist's controller's); None else."""
-    if _session(config) is None:
-        return None
-    from claimlog.plugin.controller import controller_of
-
-    return controller_of(config)
 
 
 def _html(config: pytest.Config) -> bool:
     return config.pluginmanager.hasplugin("html") and bool(config.getoption("htmlpath", None))
 
 
-# -- starting ---------------------------------------------------------------------------------
+# -- what pytest finds through the entry point: the declaration, and nothing else -------------
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         INI_NAME,
@@ -94,14 +77,64 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-class _SessionHooks:
-    """The hooks whose arguments reach no config, bound to the session instead: registered
-    once its workshop is declared (pytest-html's, too, add a column only to a workshop's
-    report)."""
+# Not tryfirst: pytest's own `pythonpath` ini option is applied first, so a workshop that is
+# not installed can be imported from its folder. Before the first conftest all the same.
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Where the configuration declares a workshop: the reference kernels, the session, and
+    the plugin that does the work (`Claims`), registered as pytest registers its own
+    features, only when they are used. Elsewhere claimlog adds one ini option and no hook."""
+    spec = str(early_config.getini(INI_NAME))
+    if not spec:
+        return
+    from claimlog.platform import NUMPY_VARIABLE, TORCH_VARIABLES, VARIABLES, apply
 
-    def __init__(self, session: ClaimSession) -> None:
+    reads = {"torch": TORCH_VARIABLES, "numpy": (NUMPY_VARIABLE,)}
+    before = {name: os.environ.get(name) for name in VARIABLES}
+    apply()
+    # torch and numpy read their variables as they are imported: one imported already
+    # computes with its own choice (the platform says what), not the reference's.
+    imported_first = [
+        module
+        for module, variables in reads.items()
+        if module in sys.modules and any(before[n] != os.environ.get(n) for n in variables)
+    ]
+    try:
+        workshop = load(spec, str(early_config.inipath))
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
+    from claimlog.plugin.session import SESSION, ClaimSession
+
+    session = early_config.stash[SESSION] = ClaimSession(early_config, workshop)
+    manager = early_config.pluginmanager
+    manager.register(Claims(session, imported_first), CLAIMS_PLUGIN)
+    # The engine's fixtures are registered as imported (pytest would warn that an imported
+    # module cannot be rewritten for its asserts, which they need not).
+    if not manager.is_registered(module := importlib.import_module(FIXTURES)):
+        manager.register(module, FIXTURES)
+    for name in workshop.plugins:  # the workshop's, as a conftest's pytest_plugins would
+        manager.import_plugin(name)
+
+
+CLAIMS_PLUGIN = "claimlog.claims"  # the name `Claims` is registered under
+
+
+class Claims:
+    """claimlog's hooks, on a session whose configuration declares a workshop: each a few
+    lines, handing the work to the module that does it. Registered by
+    `pytest_load_initial_conftests` only there, so none asks whether a workshop is declared."""
+
+    def __init__(self, session: ClaimSession, imported_first: list[str]) -> None:
         self.session = session
+        self.config = session.config
+        self.imported_first = imported_first
 
+    def _controller(self) -> Controller | None:
+        """The session's controller (the only process's, or xdist's controller's)."""
+        from claimlog.plugin.controller import controller_of
+
+        return controller_of(self.config)
+
+    # -- starting -----------------------------------------------------------------------------
     def pytest_addoption(self, parser: pytest.Parser) -> None:
         """The workshop's options, its seed axes among them: pytest calls a plugin's
         `pytest_addoption` as it registers, before the command line is parsed."""
@@ -109,13 +142,136 @@ class _SessionHooks:
 
         add_options(parser, self.session.workshop)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        for module in self.imported_first:  # said once pytest's capture of conftests is over
+            sys.stderr.write(CAME_FIRST[module])
+        from claimlog.plugin.controller import CONTROLLER, Controller
+        from claimlog.plugin.options import add_markers, is_controller
+
+        add_markers(config, self.session.log)
+        self.session.configure()
+        if is_controller(config):
+            config.stash[CONTROLLER] = Controller(self.session)
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        """Before the first test: what the session found before it began (an update
+        interrupted, undone), and where this run stands (`summary.header_line`)."""
+        from claimlog.plugin.options import runs_claims
+
+        session = self.session
+        if not session.configured:
+            return []
+        lines = [session.recovered] if session.recovered else []
+        if runs_claims(config):
+            from claimlog.plugin.summary import header_line
+
+            lines.append(header_line(session))
+        return lines
+
+    @pytest.hookimpl(tryfirst=True, optionalhook=True)
+    def pytest_xdist_auto_num_workers(self, config: pytest.Config) -> int | None:
+        return auto_num_workers(config)
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if self.session.configured:
+            self.session.keep_evidence_keys()
+
+    # -- collecting ---------------------------------------------------------------------------
+    def pytest_collect_file(
+        self, file_path: Path, parent: pytest.Collector
+    ) -> pytest.Collector | None:
+        from claimlog.plugin.citations import collect_file
+
+        return collect_file(file_path, parent)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collect_directory(
+        self, path: Path, parent: pytest.Collector
+    ) -> pytest.Collector | None:
+        from claimlog.plugin.citations import collect_directory
+
+        return collect_directory(path, parent)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        """Citations run last, because they read the log the claims before them verified; a
+        claim that owns an unknown line, or a line two claims own, stops the session."""
+        from claimlog.plugin.options import check_owners, is_citation
+
+        items.sort(key=is_citation)
+        check_owners(items, self.session.log)
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        controller = self._controller()
+        if controller is not None:
+            controller.deselected(items)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        from claimlog.plugin.fixtures import note_needed_runs
+
+        note_needed_runs(session)
+
+    # -- running ------------------------------------------------------------------------------
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """A claim tells the controller the lines it owns and its sentence, before it runs."""
+        from claimlog.plugin.options import is_citation, owned_keys, sentence_of
+        from claimlog.plugin.outcomes import OWNS, SENTENCE, channel
+
+        keys = owned_keys(item)
+        if keys:
+            channel(item).append((OWNS, keys))
+        if not is_citation(item):
+            sentence = sentence_of(item)
+            channel(item).append((SENTENCE, sentence))
+            item.user_properties.append(("sentence", sentence))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
+        """A claim that read a moved history but never quoted still fails, naming it."""
+        result = yield
+        from claimlog.plugin.numbers import pending
+
+        deferred = pending(item)
+        if deferred:
+            pytest.fail("\n".join(deferred), pytrace=False)
+        return result
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        """Each report carries, as `report.claimlog`, what the claim put on its channel since
+        the previous phase's report: every payload crosses to the controller once. With
+        pytest-html, the call's report also carries the claim's readings and figure."""
+        report = yield
+        from claimlog.plugin.outcomes import SENT, channel
+
+        sent = item.stash.get(SENT, 0)
+        payloads = channel(item)
+        report.claimlog = payloads[sent:]  # type: ignore[attr-defined]
+        item.stash[SENT] = len(payloads)
+        if report.when == "call" and _html(item.config):
+            from claimlog.plugin.reports import html_extras
+
+            html_extras(item, report, self.session.settings, self.session.fragility())
+        return report
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Every report reaches the controller, xdist workers' too."""
-        from claimlog.plugin.controller import controller_of
-
-        controller = controller_of(self.session.config)
+        controller = self._controller()
         if controller is not None:
             controller.add_report(report)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """An xdist worker finished: the controller adds the runs it trained and its
+        platform."""
+        controller = self._controller()
+        if controller is not None:
+            controller.worker_done(node)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_table_header(self, cells: list[str]) -> None:
@@ -129,76 +285,47 @@ class _SessionHooks:
 
         cells.insert(2, claim_cell(report))
 
+    # -- finishing ----------------------------------------------------------------------------
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """On the controller, after every other plugin wrote its files (syrupy's included):
+        the session's files are written, then the update is put into place, or rolled back if
+        anything it judged failed, the session was interrupted or a computation was refused
+        as not deterministic (nothing it computed is a record). An xdist worker ships what it
+        found (the controller imports no torch)."""
+        claims = self.session
+        if not claims.configured:
+            return
+        controller = self._controller()
+        if controller is not None:
+            controller.finish(session)
+            if claims.transaction is not None:
+                controller.completed = not controller.rolls_back(session)
+                claims.end_update(controller.completed)
+        if hasattr(session.config, "workerinput"):
+            session.config.workeroutput.update(claims.worker_output())  # type: ignore[attr-defined]
 
-# Not tryfirst: pytest's own `pythonpath` ini option is applied first, so a workshop that is
-# not installed can be imported from its folder. Before the first conftest all the same.
-def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    spec = str(early_config.getini(INI_NAME))
-    if not spec:
-        return
-    from claimlog.platform import NUMPY_VARIABLE, TORCH_VARIABLES, VARIABLES, apply
+    @pytest.hookimpl(tryfirst=True)  # before syrupy's report, which follows in its own section
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        controller = self._controller()
+        if controller is not None:
+            from claimlog.plugin.summary import summarize
 
-    reads = {"torch": TORCH_VARIABLES, "numpy": (NUMPY_VARIABLE,)}
-    before = {name: os.environ.get(name) for name in VARIABLES}
-    apply()
-    # torch and numpy read their variables as they are imported: one imported already
-    # computes with its own choice (the platform says what), not the reference's.
-    early_config.stash[IMPORTED_FIRST] = [
-        module
-        for module, variables in reads.items()
-        if module in sys.modules and any(before[n] != os.environ.get(n) for n in variables)
-    ]
-    try:
-        workshop = load(spec, str(early_config.inipath))
-    except ValueError as error:
-        raise pytest.UsageError(str(error)) from None
-    from claimlog.plugin.session import SESSION, ClaimSession
+            summarize(controller, terminalreporter)
 
-    session = early_config.stash[SESSION] = ClaimSession(early_config, workshop)
-    manager = early_config.pluginmanager
-    manager.register(_SessionHooks(session), "claimlog-session")
-    # The engine's fixtures are registered as imported (pytest would warn that an imported
-    # module cannot be rewritten for its asserts, which they need not).
-    if not manager.is_registered(module := importlib.import_module(FIXTURES)):
-        manager.register(module, FIXTURES)
-    for name in workshop.plugins:  # the workshop's, as a conftest's pytest_plugins would
-        manager.import_plugin(name)
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        # An update whose session never finished (a usage error after it began) changes
+        # nothing.
+        self.session.end_update(completed=False)
+        from claimlog.plugin.controller import CONTROLLER
 
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_configure(config: pytest.Config) -> None:
-    for module in config.stash.get(IMPORTED_FIRST, []):
-        sys.stderr.write(CAME_FIRST[module])
-    session = _session(config)
-    if session is None:
-        return
-    from claimlog.plugin.controller import CONTROLLER, Controller
-    from claimlog.plugin.options import add_markers, is_controller
-
-    add_markers(config, session.log)
-    session.configure()
-    if is_controller(config):
-        config.stash[CONTROLLER] = Controller(session)
+        if CONTROLLER in config.stash:
+            del config.stash[CONTROLLER]
+        if hasattr(config, "workerinput"):
+            atexit.register(_end_without_teardown)
 
 
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    """Before the first test: what the session found before it began (an update interrupted,
-    undone), and where this run stands (`claimlog.plugin.summary.header_line`)."""
-    from claimlog.plugin.options import runs_claims
-
-    session = _session(config)
-    if session is None or not session.configured:
-        return []
-    lines = [session.recovered] if session.recovered else []
-    if runs_claims(config):
-        from claimlog.plugin.summary import header_line
-
-        lines.append(header_line(session))
-    return lines
-
-
-@pytest.hookimpl(tryfirst=True, optionalhook=True)
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+def auto_num_workers(config: pytest.Config) -> int | None:
     """`-n auto` runs a full suite on every core, but a narrowed selection of claims in this
     one process: `-k`, `-m`, a test file or a node id needs a few claims, and starting
     workers (each importing torch) would cost more than it saves. Citations read the whole
@@ -206,8 +333,9 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     run, the claims leave nothing worth a second process (other tests beside them, such as
     the project's own, still use every core). PYTEST_XDIST_AUTO_NUM_WORKERS still decides."""
     from claimlog.plugin.options import narrowed, only_claims, runs_claims, workshop_text
+    from claimlog.plugin.session import SESSION
 
-    session = _session(config)
+    session = config.stash.get(SESSION, None)
     if session is None or os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
     if workshop_text(config) is not None:
@@ -217,162 +345,6 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     if only_claims(config) and session.every_run_kept():
         return 0
     return None
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    claims = _session(session.config)
-    if claims is not None and claims.configured:
-        claims.keep_evidence_keys()
-
-
-# -- collecting -------------------------------------------------------------------------------
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if _session(parent.config) is None:
-        return None
-    from claimlog.plugin.citations import collect_file
-
-    return collect_file(file_path, parent)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if _session(parent.config) is None:
-        return None
-    from claimlog.plugin.citations import collect_directory
-
-    return collect_directory(path, parent)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Citations run last, because they read the log the claims before them verified; a
-    claim that owns an unknown line, or a line two claims own, stops the session."""
-    session = _session(config)
-    if session is None:
-        return
-    from claimlog.plugin.options import check_owners, is_citation
-
-    items.sort(key=is_citation)
-    check_owners(items, session.log)
-
-
-def pytest_deselected(items: list[pytest.Item]) -> None:
-    controller = _controller(items[0].config) if items else None
-    if controller is not None:
-        controller.deselected(items)
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    if _session(session.config) is not None:
-        from claimlog.plugin.fixtures import note_needed_runs
-
-        note_needed_runs(session)
-
-
-# -- running ----------------------------------------------------------------------------------
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A claim tells the controller the lines it owns and its sentence, before it runs."""
-    if _session(item.config) is None:
-        return
-    from claimlog.plugin.options import is_citation, owned_keys, sentence_of
-    from claimlog.plugin.outcomes import OWNS, SENTENCE, channel
-
-    keys = owned_keys(item)
-    if keys:
-        channel(item).append((OWNS, keys))
-    if not is_citation(item):
-        sentence = sentence_of(item)
-        channel(item).append((SENTENCE, sentence))
-        item.user_properties.append(("sentence", sentence))
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
-    """A claim that read a moved history but never quoted still fails, naming it."""
-    result = yield
-    if _session(item.config) is not None:
-        from claimlog.plugin.numbers import pending
-
-        deferred = pending(item)
-        if deferred:
-            pytest.fail("\n".join(deferred), pytrace=False)
-    return result
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Each report carries, as `report.claimlog`, what the claim put on its channel since the
-    previous phase's report: every payload crosses to the controller once. With pytest-html,
-    the call's report also carries the claim's readings and figure."""
-    report = yield
-    session = _session(item.config)
-    if session is None:
-        return report
-    from claimlog.plugin.outcomes import SENT, channel
-
-    sent = item.stash.get(SENT, 0)
-    payloads = channel(item)
-    report.claimlog = payloads[sent:]  # type: ignore[attr-defined]
-    item.stash[SENT] = len(payloads)
-    if report.when == "call" and _html(item.config):
-        from claimlog.plugin.reports import html_extras
-
-        html_extras(item, report, session.settings, session.fragility())
-    return report
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node: Any, error: object) -> None:
-    """An xdist worker finished: the controller adds the runs it trained and its platform."""
-    controller = _controller(node.config)
-    if controller is not None:
-        controller.worker_done(node)
-
-
-# -- finishing --------------------------------------------------------------------------------
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """On the controller, after every other plugin wrote its files (syrupy's included): the
-    session's files are written, then the update is put into place, or rolled back if
-    anything it judged failed, the session was interrupted or a computation was refused as
-    not deterministic (nothing it computed is a record). An xdist worker ships what it found
-    (the controller imports no torch)."""
-    claims = _session(session.config)
-    if claims is None or not claims.configured:
-        return
-    controller = _controller(session.config)
-    if controller is not None:
-        controller.finish(session)
-        if claims.transaction is not None:
-            controller.completed = not controller.rolls_back(session)
-            claims.end_update(controller.completed)
-    if hasattr(session.config, "workerinput"):
-        session.config.workeroutput.update(claims.worker_output())  # type: ignore[attr-defined]
-
-
-@pytest.hookimpl(tryfirst=True)  # before syrupy's report, which follows in its own section
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    controller = _controller(terminalreporter.config)
-    if controller is not None:
-        from claimlog.plugin.summary import summarize
-
-        summarize(controller, terminalreporter)
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    session = _session(config)
-    if session is None:
-        return
-    # An update whose session never finished (a usage error after it began) changes nothing.
-    session.end_update(completed=False)
-    from claimlog.plugin.controller import CONTROLLER
-
-    if CONTROLLER in config.stash:
-        del config.stash[CONTROLLER]
-    if hasattr(config, "workerinput"):
-        atexit.register(_end_without_teardown)
 
 
 def _end_without_teardown() -> None:
