@@ -148,3 +148,25 @@ class Places:
         """The CSV file of a stored table or a claim's readings, by its name
         ("runs/batch-norm", "claims/test_s4_at_init/test_plain_...")."""
         return self.numbers / f"{name}.csv"
+
+
+# -- what a run computed, against the record: the one comparison, the session's and the runner's
+def differing_lines(here: str, there: str) -> list[int]:
+    """The numbers (from 1) of the lines where two logs differ, a line only one has included."""
+    a, b = here.splitlines(), there.splitlines()
+    return [n for n in range(1, max(len(a), len(b)) + 1) if a[n - 1 : n] != b[n - 1 : n]]
+
+
+def differing_figures(diagrams: Path, committed: Places) -> list[str]:
+    """The committed figures that `diagrams` lacks or holds with other bytes."""
+    return [
+        p.name
+        for p in sorted(committed.diagrams.glob("*.png"))
+        if not (diagrams / p.name).is_file() or (diagrams / p.name).read_bytes() != p.read_bytes()
+    ]
+
+
+def extra_figures(diagrams: Path, committed: Places) -> list[str]:
+    """The figures `diagrams` holds that were never committed: drawn, but checked by nobody."""
+    known = {p.name for p in committed.diagrams.glob("*.png")}
+    return [p.name for p in sorted(diagrams.glob("*.png")) if p.name not in known]

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from claimlog.declaration import declared_in
 from claimlog.evidence.record import Record
-from claimlog.places import Places
+from claimlog.places import Places, differing_figures, differing_lines, extra_figures
 
 # What a claims session needs of a project, beside the installed engine and workshop: its
 # pytest configuration names the workshop (a conftest.py, when it has one, adds to it).
@@ -211,27 +211,6 @@ def selected(keys: Mapping[str, str], expression: str | None) -> dict[str, str]:
 # -- how a run's outputs compare with the committed ones (python -m claimlog.runner OUT) --------
 # Exit statuses of `python -m claimlog.runner`: a caller (noxfile.py, CI) relies on them.
 SAME, DIFFERENT, USAGE = 0, 1, 2
-
-
-def differing_lines(here: str, there: str) -> list[int]:
-    """The numbers (from 1) of the lines where two logs differ, a line only one has included."""
-    a, b = here.splitlines(), there.splitlines()
-    return [n for n in range(1, max(len(a), len(b)) + 1) if a[n - 1 : n] != b[n - 1 : n]]
-
-
-def differing_figures(diagrams: Path, committed: Places) -> list[str]:
-    """The committed figures that `diagrams` lacks or holds with other bytes."""
-    return [
-        p.name
-        for p in sorted(committed.diagrams.glob("*.png"))
-        if not (diagrams / p.name).is_file() or (diagrams / p.name).read_bytes() != p.read_bytes()
-    ]
-
-
-def extra_figures(diagrams: Path, committed: Places) -> list[str]:
-    """The figures `diagrams` holds that were never committed: drawn, but checked by nobody."""
-    known = {p.name for p in committed.diagrams.glob("*.png")}
-    return [p.name for p in sorted(diagrams.glob("*.png")) if p.name not in known]
 
 
 def _torch_of(versions: str) -> tuple[str, str] | None:

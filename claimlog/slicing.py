@@ -19,7 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from claimlog.store import digest
+from claimlog.store import digest, module_name
 
 
 def code_key(function: Callable[..., Any], roots: Iterable[Path] | None = None) -> str:
@@ -68,17 +68,6 @@ def code_keys_at(definitions: Sequence[tuple[Path, str]], roots: Iterable[Path])
 def _key_at(file: Path, qualname: str, project: _Project) -> str:
     file = file.resolve()
     return digest(*sorted(_slice_at(file, module_name(file), qualname, project)))
-
-
-def module_name(file: Path) -> str:
-    """The dotted name a file is imported by, up to its top package (a claims module, in no
-    package: its stem)."""
-    names = [file.stem] if file.name != "__init__.py" else []
-    folder = file.parent
-    while (folder / "__init__.py").exists():
-        names.insert(0, folder.name)
-        folder = folder.parent
-    return ".".join(names)
 
 
 def _slice_names(function: Callable[..., Any], roots: Iterable[Path] | None = None) -> set[str]:

@@ -44,6 +44,17 @@ def python_files(roots: Iterable[Path]) -> list[Path]:
     return [f for root in roots for f in ([root] if root.is_file() else root.rglob("*.py"))]
 
 
+def module_name(file: Path) -> str:
+    """The dotted name a file is imported by, up to its top package (a claims module, in no
+    package: its stem)."""
+    names = [file.stem] if file.name != "__init__.py" else []
+    folder = file.parent
+    while (folder / "__init__.py").exists():
+        names.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(names)
+
+
 def source_digest(files: Iterable[Path]) -> str:
     """A digest of source files' contents, by name: editing any line, a comment included,
     changes it."""

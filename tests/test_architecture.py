@@ -232,6 +232,52 @@ def test_neither_the_plugin_nor_the_evidence_imports_the_sweep(module):
     assert not {i for i in runtime_imports(MODULES[module]) if i.startswith("claimlog.sweep")}
 
 
+# The features of claimlog that are plugins of their own, each with the modules only it uses.
+FEATURES = {
+    "claimlog.text": (
+        "claimlog.plugin.text",
+        "claimlog.plugin.citations",
+        "claimlog.text.",
+    ),
+}
+CORE = sorted(
+    m
+    for m in ENGINE_MODULES
+    if m.startswith("claimlog.plugin")
+    and not any(m.startswith(f) for modules in FEATURES.values() for f in modules)
+)
+
+
+@pytest.mark.parametrize("module", CORE)
+def test_the_core_imports_no_feature_plugin(module):
+    """Issue 60: a feature (`-p no:claimlog.text`) depends on the core, never the core on
+    it, not even for type checking: the core calls its hooks (claimlog/plugin/hookspecs.py)."""
+    imports = imports_of(ENGINE_MODULES[module].read_text(), package_of(module), typing=True)
+    features = (f for modules in FEATURES.values() for f in modules)
+    assert not {i for i in imports for f in features if i == f.rstrip(".") or i.startswith(f)}
+
+
+def test_every_feature_plugin_has_an_entry_point_of_its_name():
+    """Each feature is found by pytest under the name `-p no:` turns it off by."""
+    import tomllib
+
+    engine = tomllib.loads((ROOT / "engine" / "pyproject.toml").read_text())
+    points = engine["project"]["entry-points"]["pytest11"]
+    for name, modules in FEATURES.items():
+        assert points.get(name) == modules[0], name
+
+
+def test_no_hook_asks_whether_a_workshop_is_declared():
+    """Issue 60: the core's hooks are on an object registered only where a workshop is
+    declared; the entry point's own are the declaration's ini option and its reading."""
+    import claimlog.plugin as entry
+
+    hooks = sorted(n for n in vars(entry) if n.startswith("pytest_"))
+    assert hooks == ["pytest_addoption", "pytest_load_initial_conftests"]
+    source = (ENGINE / "plugin" / "__init__.py").read_text()
+    assert "SESSION, None) is None" not in source and "_session(" not in source
+
+
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("bnvg.experiment")))
 def test_the_experiment_knows_neither_pytest_nor_the_logs_text(module):
     imports = runtime_imports(MODULES[module])

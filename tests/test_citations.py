@@ -4,6 +4,7 @@ import pytest
 
 from bnvg.log.layout import log as bnvg_log
 from claimlog.evidence.fragility import EMPTY
+from claimlog.log.lines import CitedLine
 from claimlog.log.readings import (
     COUNT,
     FRACTION,
@@ -15,7 +16,7 @@ from claimlog.log.readings import (
     Quantity,
     Reading,
 )
-from claimlog.text.checks import CitedLine, check, rounds_to, says
+from claimlog.text.checks import check, rounds_to, says
 from claimlog.text.citations import find_citations
 
 LOG = bnvg_log()  # the workshop's log, as claimlog reads it

@@ -44,7 +44,6 @@ def test_help_groups_every_option_of_bnvg_and_lists_its_ini_options(s5_project):
     groups = [line for line in said.splitlines() if line.startswith("bnvg: ")]
     assert groups == [
         "bnvg: what a run writes, and where:",
-        "bnvg: the workshop's text:",
         "bnvg: how the numbers are compared:",
         "bnvg: where the numbers are computed:",
         "bnvg: other seeds (another experiment than the workshop's; the sweep's):",
@@ -68,6 +67,9 @@ def test_help_groups_every_option_of_bnvg_and_lists_its_ini_options(s5_project):
         assert f"  {option}" in said
     for name in INI_OPTIONS:
         assert f"  {name} (string):" in said
+    # The text is a plugin of its own (`-p no:claimlog.text`), its group its own.
+    assert "claimlog: the workshop's text:" in said.splitlines()
+    assert "  claimlog_workshop (string):" in said
 
 
 def test_the_ini_options_fix_the_text_and_the_obtained_folder_once(s5_project, workshop_ini):

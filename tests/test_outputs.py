@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from claimlog.places import Places
-from claimlog.runner import compare, differing_figures, differing_lines, main
+from claimlog.places import Places, differing_figures, differing_lines
+from claimlog.runner import compare, main
 
 
 def test_differing_lines_names_each_changed_line_and_each_line_only_one_log_has():

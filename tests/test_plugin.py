@@ -346,3 +346,21 @@ def test_a_declaration_that_names_no_workshop_stops_the_session_saying_why(pytes
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert f"claimlog_declaration = {spec!r}" in result.stderr.str()
     assert said in result.stderr.str()
+
+
+def test_the_text_is_a_plugin_of_its_own_that_p_no_turns_off(suite, pytester):
+    """Issue 60: `-p no:claimlog.text` leaves the claims as they were, and `--workshop`
+    unknown; with the plugin, the text's citations are items after the claims."""
+    suite(("split", ["S1 split"]))
+    (pytester.path / "text").mkdir()
+    line = LOG.line_number("S1 split")
+    (pytester.path / "text" / "m.md").write_text(f"The split is on line {line}.\n")
+    checked = pytester.runpytest("-p", "no:randomly", "--workshop", "text", "-v")
+    checked.assert_outcomes(passed=2)
+    checked.stdout.fnmatch_lines(["text/m.md::line 1 PASSED*"])
+    off = pytester.runpytest("-p", "no:randomly", "-p", "no:claimlog.text", "--workshop", "text")
+    assert off.ret == pytest.ExitCode.USAGE_ERROR
+    off.stderr.fnmatch_lines(["*unrecognized arguments: --workshop*"])
+    off = pytester.runpytest("-p", "no:randomly", "-p", "no:claimlog.text")
+    off.assert_outcomes(passed=1)
+    assert "the workshop's text" not in off.stdout.str()

@@ -13,6 +13,7 @@ import pytest
 
 from claimlog.evidence.fragility import EMPTY
 from claimlog.evidence.verdicts import Moved
+from claimlog.log.lines import CitedLine
 from claimlog.log.readings import (
     LOSS,
     PERCENT,
@@ -24,7 +25,6 @@ from claimlog.log.readings import (
     at_most,
     below,
 )
-from claimlog.text.checks import CitedLine
 from claimlog.text.citations import bound_worded, find_citations
 from claimlog.text.rewrites import Left, describe_rewrites, plan
 

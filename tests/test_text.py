@@ -11,9 +11,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from claimlog.evidence.fragility import EMPTY
 from claimlog.evidence.verdicts import Moved
+from claimlog.log.lines import CitedLine
 from claimlog.log.readings import LOSS, PERCENT, Quantity, Reading
 from claimlog.places import Places
-from claimlog.text.checks import CitedLine
 from claimlog.text.citations import find_citations, uncited_numbers
 from claimlog.text.documents import Edit, StaleEdit, passages, rewritten
 from claimlog.text.prose import NOTHING_CITED

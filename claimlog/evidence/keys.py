@@ -32,8 +32,11 @@ from typing import Any
 
 from claimlog.declaration import Declaration, KeyPart
 from claimlog.places import Places
-from claimlog.slicing import code_key, code_keys_at, module_name
-from claimlog.store import Memo, Store, digest, python_files, source_digest
+from claimlog.store import Memo, Store, digest, module_name, python_files, source_digest
+
+# The code that slices, whose digest is part of every kept key: found by its path, since the
+# slicing itself is imported only where the keys are not kept.
+SLICING = Path(__file__).resolve().parent.parent / "slicing.py"
 
 # The engine's fixture that hands a claim its trained runs (`claimlog.plugin.fixtures.runs`).
 RUNS_FIXTURE = "runs"
@@ -85,7 +88,7 @@ def claim_keys(places: Places, workshop: Declaration, kept: Store | None = None)
         ],
         "training": [[*as_sliced(file), qualname] for file, qualname in training],
         "recipe": [[*as_sliced(file), qualname] for file, qualname in recipe],
-        "slicing": source_digest([Path(__file__), Path(inspect.getfile(code_key))]),
+        "slicing": source_digest([Path(__file__), SLICING]),
         "python": sys.version,
     }
     inputs = digest(json.dumps(sliced))
@@ -188,6 +191,8 @@ def _claim_keys(
                 parts += key_parts[name]()
             wanted[f"claims/{module.name}::{node.name}"] = parts
     definitions = sorted({p for parts in wanted.values() for p in parts if isinstance(p, tuple)})
+    from claimlog.slicing import code_keys_at  # only where the keys are not kept
+
     keyed = dict(zip(definitions, code_keys_at(definitions, roots), strict=True))
     return tuple(
         (claim, digest(*(keyed[p] if isinstance(p, tuple) else p for p in parts)))

@@ -467,3 +467,17 @@ _VERSIONS_AND_SEED = Template(
     "torch {torch} | numpy {numpy} | seed {seed}", {"seed": Quantity("seed", SETTING)}
 )
 _PLOT_SAVED = Template("  [plot saved: diagrams/{name}]")
+
+
+@dataclass(frozen=True)
+class CitedLine:
+    """What one log line says this session: its readings and names, if its claim passed.
+    A line whose claim failed keeps, as `standing`, the readings it computed that print
+    what the record prints: the claim's failure is not theirs, and a quote of one holds."""
+
+    number: int
+    text: str
+    readings: tuple[Reading, ...] = ()
+    names: tuple[str, ...] = ()
+    verified: bool = True
+    standing: tuple[Reading, ...] = ()

@@ -18,12 +18,15 @@ used), the fixtures and the workshop's own plugins. The modules of the plugin:
   libraries (pytest-regressions' numbers, syrupy's text), then handed to the log;
 - `fixtures`: what every workshop's claims read: `quoted`, `figure`, `runs`, `computed`,
   the evidence;
-- `citations`: --workshop DIR, one test per citation of the log in the workshop's text
-  (Markdown, Quarto, notebooks), and the quotes an update rewrites;
 - `reports`: the claims report (--claims-report) and pytest-html's extras;
 - `controller`: on the controller (the only process, or xdist's), what every claim did; it
-  writes the session's outputs (results.log, the record, the reference identity, the text's
-  rewrites) and its summary.
+  writes the session's outputs (results.log, the record, the reference identity) and its
+  summary;
+- `hookspecs`: what the core asks of its feature plugins, which it never imports.
+
+The workshop's text is such a feature, a plugin of its own (`-p no:claimlog.text`): `text`,
+its entry point (--workshop DIR), and `citations`, one test per citation of the log in the
+text (Markdown, Quarto, notebooks) and the quotes an update rewrites.
 """
 
 from __future__ import annotations
@@ -33,12 +36,12 @@ import importlib
 import os
 import sys
 from collections.abc import Generator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from claimlog.declaration import INI_NAME, load
+from claimlog.plugin import hookspecs
 
 if TYPE_CHECKING:
     from claimlog.plugin.controller import Controller
@@ -106,6 +109,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 
     session = early_config.stash[SESSION] = ClaimSession(early_config, workshop)
     manager = early_config.pluginmanager
+    manager.add_hookspecs(hookspecs)  # what the core asks of its feature plugins
     manager.register(Claims(session, imported_first), CLAIMS_PLUGIN)
     # The engine's fixtures are registered as imported (pytest would warn that an imported
     # module cannot be rewritten for its asserts, which they need not).
@@ -178,21 +182,6 @@ class Claims:
             self.session.keep_evidence_keys()
 
     # -- collecting ---------------------------------------------------------------------------
-    def pytest_collect_file(
-        self, file_path: Path, parent: pytest.Collector
-    ) -> pytest.Collector | None:
-        from claimlog.plugin.citations import collect_file
-
-        return collect_file(file_path, parent)
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_collect_directory(
-        self, path: Path, parent: pytest.Collector
-    ) -> pytest.Collector | None:
-        from claimlog.plugin.citations import collect_directory
-
-        return collect_directory(path, parent)
-
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(
         self, config: pytest.Config, items: list[pytest.Item]
@@ -328,18 +317,17 @@ class Claims:
 def auto_num_workers(config: pytest.Config) -> int | None:
     """`-n auto` runs a full suite on every core, but a narrowed selection of claims in this
     one process: `-k`, `-m`, a test file or a node id needs a few claims, and starting
-    workers (each importing torch) would cost more than it saves. Citations read the whole
-    log, so --workshop runs in one process too; and when pytest's cache holds every trained
+    workers (each importing torch) would cost more than it saves (the text's citations, which
+    read the whole log, ask for one process too: `claimlog.plugin.text`); and when pytest's
+    cache holds every trained
     run, the claims leave nothing worth a second process (other tests beside them, such as
     the project's own, still use every core). PYTEST_XDIST_AUTO_NUM_WORKERS still decides."""
-    from claimlog.plugin.options import narrowed, only_claims, runs_claims, workshop_text
+    from claimlog.plugin.options import narrowed, only_claims, runs_claims
     from claimlog.plugin.session import SESSION
 
     session = config.stash.get(SESSION, None)
     if session is None or os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
-    if workshop_text(config) is not None:
-        return 0
     if narrowed(config) and runs_claims(config):
         return 0
     if only_claims(config) and session.every_run_kept():

@@ -1,4 +1,8 @@
-"""--workshop DIR: one pytest item per citation of the log in the workshop's text.
+"""The workshop's text in a session that checks it (`claimlog.plugin.text` registers it):
+`WorkshopText`, the feature's plugin object and state, and the pytest items it collects.
+
+Its state is on the config's stash (`WORKSHOP_TEXT`): the folder, the numbers of the prose
+that cite no line, and what the session did to the text.
 
 The text is Markdown and MyST (`.md`), Quarto (`.qmd`) and Jupyter notebooks (`.ipynb`, their
 Markdown cells; `claimlog.text.documents`). Each item checks its citation against the log this
@@ -8,14 +12,14 @@ notebook `module.ipynb::cell 3, line 2`.
 
 Under `--snapshot-update`, an item first plans what the update does to its citation
 (`claimlog.text.rewrites`): the quotes whose numbers moved are rewritten, and checked as
-rewritten, and a quote the new value no longer bears out fails its citation; the controller
+rewritten, and a quote the new value no longer bears out fails its citation; the plugin
 writes the rewrites into the documents after the last item, inside the update's transaction.
 A normal run never writes the text.
 
 A notebook's code cells are items too, `module.ipynb::cell 3, outputs`: each checks that the
 cell's stored outputs still show what the notebook, executed afresh, shows now
 (`claimlog.text.outputs`). An update has no such items: once the record is written, the
-controller refreshes the outputs that moved, inside the same transaction.
+plugin refreshes the outputs that moved, inside the same transaction.
 
 Collecting a document also lists the numbers of its prose that cite no line
 (`claimlog.text.citations`), for the summary and the claims report.
@@ -38,29 +42,161 @@ import pytest
 
 from claimlog.evidence.verdicts import NEW
 from claimlog.log.readings import Reading
+from claimlog.plugin.controller import Controller, controller_of
 from claimlog.plugin.outcomes import CITATION, CITED, DRIFT, LEFT, NOTE, REWRITE, channel
-from claimlog.plugin.session import session_of
+from claimlog.plugin.session import ClaimSession, session_of
 from claimlog.store import relative
 from claimlog.text import outputs
-from claimlog.text.checks import check, check_published
+from claimlog.text.checks import Coverage, check, check_published, coverage
 from claimlog.text.citations import Citation, Uncited, find_citations, uncited_numbers
-from claimlog.text.documents import UnreadableDocument, is_text, passages, why_not_followed
-from claimlog.text.rewrites import plan
+from claimlog.text.documents import (
+    UnreadableDocument,
+    is_text,
+    passages,
+    text_files,
+    why_not_followed,
+)
+from claimlog.text.prose import NOTHING_CITED
+from claimlog.text.rewrites import (
+    Left,
+    Rewrite,
+    describe_rewrites,
+    describe_uncited,
+    plan,
+    rewrite_documents,
+)
 
 
-def text_folder(config: pytest.Config) -> Path | None:
+class WorkshopText:
+    """The workshop's text in one session: what its documents cite and quote, and what the
+    session did to them (`text`, the summary's lines; `rewritten`, an update's)."""
+
+    def __init__(self, session: ClaimSession, folder: Path) -> None:
+        self.session = session
+        self.config = session.config
+        self.folder = folder
+        self.uncited: dict[str, list[Uncited]] = {}  # the numbers that cite no line, by document
+        self.text: list[str] = []  # what this session did to the text, for the summary
+        self.cited: Coverage | None = None  # which lines the text cites, once the log is known
+
+    # -- collecting ---------------------------------------------------------------------------
+    def pytest_collect_file(
+        self, file_path: Path, parent: pytest.Collector
+    ) -> pytest.Collector | None:
+        return collect_file(file_path, parent)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collect_directory(
+        self, path: Path, parent: pytest.Collector
+    ) -> pytest.Collector | None:
+        return collect_directory(path, parent)
+
+    # -- the core's hooks ---------------------------------------------------------------------
+    def pytest_claimlog_update_documents(self, session: ClaimSession) -> list[Path]:
+        return text_files(self.folder)
+
+    def pytest_claimlog_finish(self, controller: Controller, session: pytest.Session) -> None:
+        """Under an update, rewrite the quotes of the text whose numbers moved, before the
+        update commits (`claimlog.text.rewrites`), and refresh the notebooks' outputs; say
+        what was rewritten, what was left and which numbers cite no line."""
+        controller.rewritten = []
+        self.cited = self._coverage(controller)
+        claims = controller.claims.values()
+        rewrites = [Rewrite.from_json(r) for c in claims for r in c.rewrites]
+        left = [Left.from_json(one) for c in claims for one in c.left]
+        update, written = self.session.settings.update, False
+        rolls_back = controller.rolls_back(session)  # nothing is written that would roll back
+        if update and rewrites and not rolls_back:
+            rewrite_documents(rewrites, self.config.rootpath)
+            written = True
+        controller.rewritten = describe_rewrites(rewrites, left, written)
+        if update and not rolls_back:
+            controller.rewritten += self._refresh_outputs(session)
+        uncited = describe_uncited(self.uncited)
+        # An update that does not complete says what it would write with what failed, in
+        # one place (`claimlog.plugin.summary`), and here only what cites no line.
+        self.text = uncited if update and rolls_back else controller.rewritten + uncited
+
+    def _refresh_outputs(self, session: pytest.Session) -> list[str]:
+        """Under an update, once the record is written and the quotes rewritten: execute each
+        notebook of the text and give the cells that now show otherwise their fresh outputs,
+        inside the update's transaction (`claimlog.text.outputs`). A notebook that does not
+        run is left as it was, named with its error, and fails the session."""
+        notebooks = [p for p in text_files(self.folder) if p.suffix == ".ipynb"]
+        done = outputs.refresh_notebooks(notebooks, self.config.rootpath, write=True)
+        if done.not_executed:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        return done.describe(done=True)
+
+    def _coverage(self, controller: Controller) -> Coverage | None:
+        """The lines the text cites, those it never cites, and cited lines no passing claim
+        verified (None without citations that ran, or without a log)."""
+        citations = [c for c in controller.claims.values() if c.citation and c.ran]
+        if not citations or controller.log is None:
+            return None
+        log = self.session.log
+        claim_lines = [log.line_number(key) for key in log.claimed_keys()]
+        cited = [n for c in citations for n in c.cited]
+        return coverage(cited, controller.log.lines, claim_lines)
+
+    def pytest_claimlog_summary(self, controller: Controller) -> list[tuple[str, list[str]]]:
+        found = self.cited.describe() if self.cited else []
+        return [("the workshop's text", self.text), ("what the text cites", found)]
+
+    def pytest_claimlog_report(self, controller: Controller) -> list[str]:
+        out: list[str] = []
+        if self.cited is not None:
+            out += [
+                "",
+                "## What the text cites",
+                "",
+                *(f"- {line}" for line in self.cited.describe()),
+            ]
+        if controller.rewritten:
+            out += ["", "## What the update did to the text", "", "```", *controller.rewritten]
+            out += ["```"]
+        return out + _uncited(self.uncited)
+
+
+WORKSHOP_TEXT = pytest.StashKey[WorkshopText]()
+
+
+def text_of(config: pytest.Config) -> WorkshopText:
+    """The session's `WorkshopText`: registered before anything of the text is collected."""
+    return config.stash[WORKSHOP_TEXT]
+
+
+def _uncited(uncited: dict[str, list[Uncited]]) -> list[str]:
+    """Per document, the numbers its prose quotes without citing any line."""
+    out = [
+        "",
+        "## Numbers that cite no line",
+        "",
+        "Numbers of the prose in a sentence that cites no line of the log: nobody checks them. "
+        f"Cite the line, or mark the sentence with `{NOTHING_CITED}` (it renders as nothing) "
+        "if it cites nothing on purpose.",
+    ]
+    for path, found in uncited.items():
+        # Bold, not a heading: a report's third-level headings are its claims.
+        out += ["", f"**{path}**: {len(found)}" if found else f"**{path}**: none"]
+        out += [f"- `{u.where}` {u.number}: {_cell(u.sentence)}" for u in found]
+    return out
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def text_folder(config: pytest.Config) -> Path:
     """The folder of the workshop's text (--workshop), absolute as pytest names the paths it
-    collects, or None. Its links are not resolved: where each leads is judged on its own."""
-    workshop = session_of(config).settings.workshop_text
-    if workshop is None:
-        return None
-    return Path(os.path.abspath(config.invocation_params.dir / workshop))
+    collects. Its links are not resolved: where each leads is judged on its own."""
+    return Path(os.path.abspath(config.invocation_params.dir / text_of(config).folder))
 
 
 def _within(path: Path, config: pytest.Config) -> Path | None:
     """The text's folder, if `path` lies in it as pytest walks it (links not followed)."""
     folder = text_folder(config)
-    return folder if folder is not None and (path == folder or folder in path.parents) else None
+    return folder if path == folder or folder in path.parents else None
 
 
 def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -120,7 +256,7 @@ class TextFile(pytest.File):
             return
         shown = relative(self.path, self.config.rootpath)
         session = session_of(self.config)
-        uncited = session.uncited
+        uncited = text_of(self.config).uncited
         uncited[shown] = []
         seen: dict[str, int] = {}
         for passage in found:
@@ -185,8 +321,6 @@ class CitationItem(pytest.Item):
             channel(self).append((CITED, list(citation.lines)))
 
     def runtest(self) -> None:
-        from claimlog.plugin.controller import controller_of
-
         session = session_of(self.config)
         controller = controller_of(self.config)
         if controller is None:
@@ -227,7 +361,7 @@ class CitationItem(pytest.Item):
             uncited = Uncited(
                 citation.path, citation.cell, citation.md_line, number, citation.sentence
             )
-            session.uncited.setdefault(citation.path, []).append(uncited)
+            text_of(self.config).uncited.setdefault(citation.path, []).append(uncited)
         if problems or verdict.problems:
             raise CitationError("\n".join(problems + verdict.problems))
 

@@ -37,6 +37,7 @@ from claimlog.evidence.verdicts import Moved, moved_in_the_recipe
 from claimlog.kernels import fingerprint, kernel_bits, reference_kernels
 from claimlog.log.lines import PublishedLogError
 from claimlog.log.readings import Reading
+from claimlog.places import differing_figures, differing_lines, extra_figures
 from claimlog.platform import KERNELS, Platform
 from claimlog.plugin.options import (
     UPDATE_COMMAND,
@@ -47,15 +48,9 @@ from claimlog.plugin.options import (
     sentence_of,
 )
 from claimlog.plugin.outcomes import NOT_VERIFIED, ClaimOutcome, LogAssembly, assemble_log
-from claimlog.plugin.reports import render_claims_report
 from claimlog.plugin.session import RUNS_CACHE, ClaimSession, holds_snapshots
-from claimlog.runner import differing_figures, differing_lines, extra_figures
 from claimlog.runs import TrainedRuns
 from claimlog.store import COMPUTED, REUSED, Event, atomic_write, relative
-from claimlog.text import outputs
-from claimlog.text import rewrites as text_rewrites
-from claimlog.text.checks import Coverage, coverage
-from claimlog.text.documents import text_files
 
 
 def is_complete_log(path: Path, n_lines: int) -> bool:
@@ -169,8 +164,10 @@ class Controller:
         self.log: LogAssembly | None = None
         self.unused_numbers: list[str] = []
         self.obtained: list[str] = []  # how this run's log and figures compare with the record
-        self.text: list[str] = []  # with --workshop: what this session did to the text
-        self.rewritten: list[str] = []  # under an update: its rewrites and the quotes left
+        # What an update did (or, not completing, would do) to files beside the record: the
+        # text's quotes it rewrote and left (`claimlog.plugin.text`); None where no feature
+        # follows the numbers into documents.
+        self.rewritten: list[str] | None = None
         self.completed: bool | None = None  # under an update: whether it was written, at its end
         self._recipe: list[Moved] | None = None  # the recipe's own readings that moved
         # Other seeds than the workshop's (--sampler-seed 3): every claim is of another experiment.
@@ -287,9 +284,12 @@ class Controller:
                 f"{relative(s.places.environment, root)} was not written: only a full update "
                 f"in which every claim passes records the reference ({UPDATE_COMMAND})"
             )
-        if s.workshop_text is not None:
-            self.text = self._follow_the_numbers(session)
+        # The features that follow the log (the workshop's text), inside the update's
+        # transaction; then the reports, which say what they found.
+        self.config.hook.pytest_claimlog_finish(controller=self, session=session)
         if s.claims_report:
+            from claimlog.plugin.reports import render_claims_report  # only where asked for
+
             invocation = self.config.invocation_params.args
             text = render_claims_report(
                 self.session,
@@ -297,46 +297,17 @@ class Controller:
                 self.log,
                 self.platform,
                 invocation,
-                self.coverage(),
                 self.moved,
-                self.rewritten,
+                [
+                    line
+                    for found in self.config.hook.pytest_claimlog_report(controller=self)
+                    for line in found
+                ],
             )
             atomic_write(s.claims_report, text)
             self.summary.append(f"wrote the claims report {relative(s.claims_report, root)}")
         if s.record:
             self._record(session).save(s.record)
-
-    def _follow_the_numbers(self, session: pytest.Session) -> list[str]:
-        """Under an update, rewrite the quotes of the text whose numbers moved, before the
-        update commits (`claimlog.text.rewrites`); say what was rewritten, what was left and
-        which numbers cite no line."""
-        rewrites = [r for c in self.claims.values() for r in c.rewrites]
-        left = [one for c in self.claims.values() for one in c.left]
-        written = False
-        rolls_back = self.rolls_back(session)  # nothing is written that would roll back
-        if self.settings.update and rewrites and not rolls_back:
-            text_rewrites.rewrite_documents(rewrites, self.config.rootpath)
-            written = True
-        self.rewritten = text_rewrites.describe_rewrites(rewrites, left, written)
-        if self.settings.update and not rolls_back:
-            self.rewritten += self._refresh_outputs(session)
-        uncited = text_rewrites.describe_uncited(self.session.uncited)
-        # An update that does not complete says what it would write with what failed, in
-        # one place (`claimlog.plugin.summary`), and here only what cites no line.
-        return uncited if self.settings.update and rolls_back else self.rewritten + uncited
-
-    def _refresh_outputs(self, session: pytest.Session) -> list[str]:
-        """Under an update, once the record is written and the quotes rewritten: execute each
-        notebook of the text and give the cells that now show otherwise their fresh outputs,
-        inside the update's transaction (`claimlog.text.outputs`). A notebook that does not run
-        is left as it was, named with its error, and fails the session."""
-        workshop = self.settings.workshop_text
-        assert workshop is not None
-        notebooks = [p for p in text_files(workshop) if p.suffix == ".ipynb"]
-        done = outputs.refresh_notebooks(notebooks, self.config.rootpath, write=True)
-        if done.not_executed:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        return done.describe(done=True)
 
     def _record_reference(self, computed_on: Platform) -> None:
         """A full update re-records every number: the reference is now the identity of the
@@ -462,17 +433,6 @@ class Controller:
         """The figures this session drew, or copied from pytest's cache, into its folder (in
         any process): a claim that failed before drawing drew nothing."""
         return [*self.names_of(COMPUTED, "figure"), *self.names_of(REUSED, "figure")]
-
-    def coverage(self) -> Coverage | None:
-        """With --workshop: the lines the text cites, those it never cites, and cited lines
-        no passing claim verified (None without citations, or without a log)."""
-        citations = [c for c in self.claims.values() if c.citation and c.ran]
-        if not citations or self.log is None:
-            return None
-        log = self.session.log
-        claim_lines = [log.line_number(key) for key in log.claimed_keys()]
-        cited = [n for c in citations for n in c.cited]
-        return coverage(cited, self.log.lines, claim_lines)
 
     @property
     def moved(self) -> list[Moved]:

@@ -52,7 +52,6 @@ class Settings:
     kernels: Mapping[str, str]  # who chose each kernel variable: "user", "reference", "machine"
     seeds: Mapping[str, int | None]  # each seed axis the workshop declares: --<axis>-seed K
     keys: Mapping[str, str]  # each claim's key in this checkout (`claimlog.evidence.fragments`)
-    workshop_text: Path | None  # --workshop DIR: the text whose citations are checked
     claims_report: Path | None
     record: Path | None
     figures: bool = True  # False under --no-figures: what a figure plots is checked, not drawn
@@ -107,16 +106,6 @@ def add_options(parser: pytest.Parser, workshop: Declaration) -> None:
         metavar="PATH",
         help="write the session's record as JSON: every claim's outcome, every reading by "
         "name, every stored table (for the sweep, the benchmark and tools)",
-    )
-    text = parser.getgroup("claimlog-text", f"{name}: the workshop's text")
-    text.addoption(
-        "--workshop",
-        dest="claimlog_workshop",
-        metavar="DIR",
-        help="also check every citation of the log in the workshop's text under DIR (default: "
-        "the ini option claimlog_workshop): Markdown and MyST (.md), Quarto (.qmd) and Jupyter "
-        "notebooks (.ipynb), one test per citation, run in one process after the claims; "
-        "with --snapshot-update, rewrite each quote whose number moved",
     )
     compared = parser.getgroup("claimlog-compared", f"{name}: how the numbers are compared")
     compared.addoption(
@@ -180,7 +169,6 @@ def add_options(parser: pytest.Parser, workshop: Declaration) -> None:
 
 # Settings a project fixes once, in [tool.pytest.ini_options]; paths relative to the rootdir.
 INI_OPTIONS = {
-    "claimlog_workshop": "the workshop's text, checked on every run (as --workshop DIR)",
     "claimlog_results_log": "where a normal run writes its log (as --results-log PATH)",
     "claimlog_diagrams": "where a normal run draws its figures (as --diagrams DIR)",
     "claimlog_obtained": "the git-ignored folder of what a normal run computed, and of an "
@@ -191,20 +179,6 @@ INI_OPTIONS = {
 def seeds_given(config: pytest.Config, workshop: Declaration) -> dict[str, int | None]:
     """The seed of each axis the workshop declares, as the options give it (None: its own)."""
     return {axis: config.getoption(f"claimlog_{axis}_seed") for axis in workshop.seed_axes()}
-
-
-def workshop_text(config: pytest.Config) -> Path | None:
-    """The workshop's text this session checks: --workshop DIR; or the ini option's folder,
-    in a session that runs every claim (`pytest tests/` and `-k eval_bug` leave it alone: a
-    narrowed run verifies too few lines for the whole text)."""
-    given = config.getoption("claimlog_workshop")
-    folder = _setting(config, "claimlog_workshop")
-    if folder is None or (not given and (narrowed(config) or not runs_claims(config))):
-        return None
-    if not folder.is_dir():
-        where = "--workshop" if given else "the ini option claimlog_workshop:"
-        raise pytest.UsageError(f"{where} {folder}: no such folder")
-    return folder
 
 
 def _setting(config: pytest.Config, option: str) -> Path | None:
@@ -319,9 +293,6 @@ def read_settings(
     threads = config.getoption("claimlog_torch_threads")
     if threads < 1:
         raise pytest.UsageError(f"--torch-threads must be at least 1, got {threads}")
-    text = workshop_text(config)
-    if text is not None and str(text) not in config.args:
-        config.args.append(str(text))  # so its documents are collected
     # One command updates both snapshot libraries; pytest-regressions' own flags would update
     # the numbers without the text that quotes them.
     for flag, dest in (("--force-regen", "force_regen"), ("--regen-all", "regen_all")):
@@ -373,7 +344,6 @@ def read_settings(
         kernels=origins,
         seeds=seeds,
         keys=keys,
-        workshop_text=text,
         claims_report=_path(config.getoption("claimlog_claims_report")),
         record=_path(config.getoption("claimlog_record")),
         figures=not config.getoption("claimlog_no_figures"),

@@ -22,10 +22,8 @@ import pytest
 
 from claimlog.evidence.tables import Table
 from claimlog.evidence.verdicts import Moved
-from claimlog.log.lines import Log, LogLine
+from claimlog.log.lines import CitedLine, Log, LogLine
 from claimlog.log.readings import Reading
-from claimlog.text.checks import CitedLine
-from claimlog.text.rewrites import Left, Rewrite
 
 # -- the channel: what a claim's report carries to the controller ---------------------------
 CHANNEL = pytest.StashKey[list[tuple[str, Any]]]()
@@ -85,8 +83,10 @@ class ClaimOutcome:
     notes: list[str] = field(default_factory=list)
     titles: list[dict[str, Any]] = field(default_factory=list)  # what its figures' titles state
     cited: tuple[int, ...] = ()  # a citation's: the log lines it names
-    rewrites: list[Rewrite] = field(default_factory=list)  # a citation's, under an update
-    left: list[Left] = field(default_factory=list)  # its quotes an update left, and why
+    # A citation's, under an update, as the text feature sent them (`claimlog.text.rewrites`'
+    # Rewrite and Left as JSON): its quotes rewritten, and those left, with why.
+    rewrites: list[dict[str, Any]] = field(default_factory=list)
+    left: list[dict[str, Any]] = field(default_factory=list)
     examined: list[str] = field(default_factory=list)  # what sets this machine apart, found
     sentence: str = ""
     why: str = ""  # a failure's reason, in one line: what pytest's report calls its crash
@@ -162,9 +162,9 @@ class ClaimOutcome:
         elif name == TITLE:
             _once(self.titles, dict(value))
         elif name == REWRITE:
-            _once(self.rewrites, Rewrite.from_json(value))
+            _once(self.rewrites, dict(value))
         elif name == LEFT:
-            _once(self.left, Left.from_json(value))
+            _once(self.left, dict(value))
 
 
 def _why(report: pytest.TestReport) -> str:

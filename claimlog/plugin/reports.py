@@ -33,9 +33,6 @@ from claimlog.plugin.options import Settings, owned_keys
 from claimlog.plugin.outcomes import DRIFT, READINGS, STORED, ClaimOutcome, LogAssembly, payloads
 from claimlog.plugin.session import ClaimSession
 from claimlog.store import relative
-from claimlog.text.checks import Coverage
-from claimlog.text.citations import Uncited
-from claimlog.text.prose import NOTHING_CITED
 
 # -- the claims report ----------------------------------------------------------------------
 STATUSES = ("verified", "drifted", "failed", "skipped", "not run")
@@ -81,17 +78,16 @@ def render_claims_report(
     log: LogAssembly | None,
     platform: Platform | None,
     invocation: Sequence[str],
-    cited: Coverage | None = None,
     moved: Sequence[Moved] = (),
-    rewritten: Sequence[str] = (),
+    features: Sequence[str] = (),
 ) -> str:
     """The report of `session`'s `claims`. The evidence is the sweep's table without the
     readings of the stale claims (whose evidence is of another key than this checkout's);
-    `cited`: what the workshop's text cites; `moved`: the quoted numbers printed otherwise
-    than their snapshots, in log order; `rewritten`: what an update did to the text's quotes
-    (and left); with --workshop, the numbers of each document's prose that cite no line."""
+    `moved`: the quoted numbers printed otherwise than their snapshots, in log order;
+    `features`: what the feature plugins add, in Markdown (with --workshop: what the text
+    cites, what an update did to it, the numbers of its prose that cite no line)."""
     settings, root, workshop = session.settings, session.config.rootpath, session.workshop
-    fragility, stale, uncited = session.fragility(), session.stale_claims(), session.uncited
+    fragility, stale = session.fragility(), session.stale_claims()
     layout = session.log
     path = settings.claims_report or root / "report.md"
     published = session.published  # read and checked as the session configured
@@ -144,11 +140,7 @@ def render_claims_report(
             "",
             *(f"- {_cell(m.describe())}" for m in moved),
         ]
-    if cited is not None:
-        out += ["", "## What the text cites", "", *(f"- {line}" for line in cited.describe())]
-    if rewritten:
-        out += ["", "## What the update did to the text", "", "```", *rewritten, "```"]
-    out += _uncited(uncited)
+    out += features
     first_of_module: dict[str, int] = {}
     for nodeid, claim in claims.items():
         if claim.owns:
@@ -167,23 +159,6 @@ def render_claims_report(
         for nodeid in nodeids:
             out += _claim(nodeid, claims[nodeid], session, published, path)
     return "\n".join(out) + "\n"
-
-
-def _uncited(uncited: Mapping[str, Sequence[Uncited]]) -> list[str]:
-    """Per document, the numbers its prose quotes without citing any line."""
-    out = [
-        "",
-        "## Numbers that cite no line",
-        "",
-        "Numbers of the prose in a sentence that cites no line of the log: nobody checks them. "
-        f"Cite the line, or mark the sentence with `{NOTHING_CITED}` (it renders as nothing) "
-        "if it cites nothing on purpose.",
-    ]
-    for path, found in uncited.items():
-        # Bold, not a heading: a report's third-level headings are its claims.
-        out += ["", f"**{path}**: {len(found)}" if found else f"**{path}**: none"]
-        out += [f"- `{u.where}` {u.number}: {_cell(u.sentence)}" for u in found]
-    return out
 
 
 def _position(claim: ClaimOutcome, log: Log) -> int:

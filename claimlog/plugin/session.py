@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -74,11 +74,7 @@ from claimlog.plugin.options import (
 )
 from claimlog.runs import TrainedRuns
 from claimlog.store import Event, Memo, Store, digest
-from claimlog.text.documents import text_files
 from claimlog.transaction import Busy, Update
-
-if TYPE_CHECKING:
-    from claimlog.text.citations import Uncited
 
 RUNS_CACHE = "runs"  # a workshop's trained runs, in pytest's cache: "<name>-runs"
 CLAIM_KEYS_CACHE = "claim-keys"  # each claim's evidence key, in pytest's cache
@@ -104,8 +100,6 @@ class ClaimSession:
         # Every computation this process asked for (to examine a number that moved), by name.
         self.computations: dict[str, Callable[[], object]] = {}
         self._examined: dict[str, list[str]] = {}
-        # With --workshop: the numbers of the text that cite no line, by document.
-        self.uncited: dict[str, list[Uncited]] = {}
         self.transaction: Update | None = None  # the update's, on the controller
         self.recovered = ""  # what this session found of a killed update and put back
         self._facts: dict[str, str] | None = None
@@ -149,6 +143,7 @@ class ClaimSession:
             self._recover(places)
         s = read_settings(config, self.workshop, self._evidence_keys(places))
         self._settings = s
+        config.hook.pytest_claimlog_configure(session=self)  # the features this session uses
         if is_controller(config):
             refuse_unwritable(s)
         if controller:  # `pytest --help` configures too, and must still answer
@@ -476,8 +471,8 @@ class ClaimSession:
         (and of the documents it may rewrite: the workshop's text, the pages the sweep writes
         sections of) that undoes it if it never completes."""
         transaction = _locked(s.places)
-        text = s.workshop_text
-        documents = [*(text_files(text) if text is not None else ()), *s.places.generated_pages]
+        features = self.config.hook.pytest_claimlog_update_documents(session=self)
+        documents = [*(d for found in features for d in found), *s.places.generated_pages]
         transaction.begin(documents)
         self.transaction = transaction
 

@@ -153,9 +153,9 @@ def summarize(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
         )
     _say_moved(c, terminalreporter)
     _section(terminalreporter, f"against {c.session.workshop.published}", against_published(c))
-    _section(terminalreporter, "the workshop's text", c.text)
-    found = c.coverage()
-    _section(terminalreporter, "what the text cites", found.describe() if found else [])
+    for sections in c.config.hook.pytest_claimlog_summary(controller=c):  # the features'
+        for title, lines in sections:
+            _section(terminalreporter, title, lines)
     _say_titles(c, terminalreporter)
     _say_platform(c, terminalreporter)
     notes = list(dict.fromkeys(n for c in c.claims.values() for n in c.notes))
@@ -280,7 +280,7 @@ def _moved_heading(c: Controller) -> str:
     if s.update and c.completed is False:
         return "computed by this update, and not recorded: it did not complete (below)"
     if s.update:
-        if s.workshop_text is not None:
+        if c.rewritten is not None:
             return "recorded in the snapshots now: the text's quotes of them are rewritten below"
         return (
             "recorded in the snapshots now: the text must quote the new values "

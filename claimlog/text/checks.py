@@ -47,6 +47,7 @@ from claimlog.evidence.fragility import (
     version_key,
 )
 from claimlog.evidence.verdicts import status_of
+from claimlog.log.lines import CitedLine
 from claimlog.log.readings import FLAG, SETTING, Reading, declared_as
 from claimlog.log.readings import KINDS as READING_KINDS
 from claimlog.text.citations import KINDS, Citation, Quote
@@ -121,20 +122,6 @@ def _bound_says(reading: Reading, quote: Quote) -> bool:
         and bound is not None
         and rounds_to(quote.text, float(bound.threshold))
     )
-
-
-@dataclass(frozen=True)
-class CitedLine:
-    """What one log line says this session: its readings and names, if its claim passed.
-    A line whose claim failed keeps, as `standing`, the readings it computed that print
-    what the record prints: the claim's failure is not theirs, and a quote of one holds."""
-
-    number: int
-    text: str
-    readings: tuple[Reading, ...] = ()
-    names: tuple[str, ...] = ()
-    verified: bool = True
-    standing: tuple[Reading, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -43,9 +43,10 @@ from pathlib import Path
 
 from claimlog.evidence.fragility import FRAGILE, Fragility
 from claimlog.evidence.verdicts import Moved
+from claimlog.log.lines import CitedLine
 from claimlog.log.readings import Bound, Reading
 from claimlog.store import atomic_write
-from claimlog.text.checks import CitedLine, printed_by, says, written_like
+from claimlog.text.checks import printed_by, says, written_like
 from claimlog.text.citations import KINDS, Citation, Quote, Uncited, where
 from claimlog.text.documents import Edit, rewritten
 from claimlog.text.prose import NOTHING_CITED
