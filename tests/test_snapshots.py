@@ -241,6 +241,8 @@ def test_an_update_in_which_a_claim_fails_records_nothing_and_says_why(project):
             "test_factor_per_layer_compounds_over_4_and_10_layers[[]0.5[]]: assert 0.5 != 0.5",
         ]
     )
+    # Issue 62: it does not point at what it computed where nothing shows it.
+    assert "what it computed is above" not in update.stdout.str()
 
 
 def test_a_claim_whose_bound_fails_says_which_reading_and_what_it_asserts(project):
