@@ -239,6 +239,7 @@ FEATURES = {
         "claimlog.plugin.citations",
         "claimlog.text.",
     ),
+    "claimlog.reports": ("claimlog.plugin.reports", "claimlog.plugin.reporting"),
 }
 CORE = sorted(
     m
@@ -258,13 +259,17 @@ def test_the_core_imports_no_feature_plugin(module):
 
 
 def test_every_feature_plugin_has_an_entry_point_of_its_name():
-    """Each feature is found by pytest under the name `-p no:` turns it off by."""
+    """Each feature is found by pytest under the name `-p no:` turns it off by, and the
+    summary names it when it is off."""
     import tomllib
+
+    from claimlog.plugin.summary import FEATURES as NAMED
 
     engine = tomllib.loads((ROOT / "engine" / "pyproject.toml").read_text())
     points = engine["project"]["entry-points"]["pytest11"]
     for name, modules in FEATURES.items():
         assert points.get(name) == modules[0], name
+    assert set(NAMED) == {*FEATURES, "claimlog.sweep"}
 
 
 def test_no_hook_asks_whether_a_workshop_is_declared():

@@ -149,7 +149,6 @@ def standing_settings(**changes):
         kernels={},
         seeds={"sampler": None, "init": None},
         keys=claim_keys(places, DECLARATION),
-        claims_report=None,
         record=None,
     )
     return dataclasses.replace(plain, **changes)

@@ -363,4 +363,28 @@ def test_the_text_is_a_plugin_of_its_own_that_p_no_turns_off(suite, pytester):
     off.stderr.fnmatch_lines(["*unrecognized arguments: --workshop*"])
     off = pytester.runpytest("-p", "no:randomly", "-p", "no:claimlog.text")
     off.assert_outcomes(passed=1)
-    assert "the workshop's text" not in off.stdout.str()
+    assert "- the workshop's text -" not in off.stdout.str()  # no section of it
+    off.stdout.fnmatch_lines(["-p no:claimlog.text: the workshop's text: *"])
+
+
+def test_the_reports_are_a_plugin_of_their_own_and_the_summary_names_what_is_off(suite, pytester):
+    """Issue 60: `-p no:claimlog.reports` leaves the claims as they were and
+    `--claims-report` unknown; the summary says which of claimlog's features are off."""
+    suite(("split", ["S1 split"]))
+    written = pytester.runpytest("-p", "no:randomly", "--claims-report", "r.md")
+    written.assert_outcomes(passed=1)
+    assert (pytester.path / "r.md").read_text().startswith("# Claims report")
+    assert "features turned off" not in written.stdout.str()
+    args = ("-p", "no:randomly", "-p", "no:claimlog.reports")
+    off = pytester.runpytest(*args, "--claims-report", "r2.md")
+    assert off.ret == pytest.ExitCode.USAGE_ERROR
+    off.stderr.fnmatch_lines(["*unrecognized arguments: --claims-report*"])
+    off = pytester.runpytest(*args, "-p", "no:claimlog.text")
+    off.assert_outcomes(passed=1)
+    off.stdout.fnmatch_lines(
+        [
+            "*- claimlog's features turned off -*",
+            "-p no:claimlog.text: the workshop's text: --workshop, its citations and notebooks",
+            "-p no:claimlog.reports: the reports: --claims-report, pytest-html's claim column",
+        ]
+    )

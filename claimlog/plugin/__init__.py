@@ -18,15 +18,17 @@ used), the fixtures and the workshop's own plugins. The modules of the plugin:
   libraries (pytest-regressions' numbers, syrupy's text), then handed to the log;
 - `fixtures`: what every workshop's claims read: `quoted`, `figure`, `runs`, `computed`,
   the evidence;
-- `reports`: the claims report (--claims-report) and pytest-html's extras;
 - `controller`: on the controller (the only process, or xdist's), what every claim did; it
   writes the session's outputs (results.log, the record, the reference identity) and its
   summary;
 - `hookspecs`: what the core asks of its feature plugins, which it never imports.
 
-The workshop's text is such a feature, a plugin of its own (`-p no:claimlog.text`): `text`,
-its entry point (--workshop DIR), and `citations`, one test per citation of the log in the
-text (Markdown, Quarto, notebooks) and the quotes an update rewrites.
+The features are plugins of their own, each with its entry point, `-p no:`-able:
+- `claimlog.text`: `text` (--workshop DIR) and `citations`, one test per citation of the log
+  in the text (Markdown, Quarto, notebooks) and the quotes an update rewrites;
+- `claimlog.reports`: `reports` (--claims-report PATH) and `reporting`, the claims report and
+  pytest-html's extras;
+- `claimlog.sweep`: the update's sweep of the stale evidence (`claimlog.sweep.plugin`).
 """
 
 from __future__ import annotations
@@ -64,10 +66,6 @@ CAME_FIRST = {
         "computes with its own, and the platform says so\n"
     ),
 }
-
-
-def _html(config: pytest.Config) -> bool:
-    return config.pluginmanager.hasplugin("html") and bool(config.getoption("htmlpath", None))
 
 
 # -- what pytest finds through the entry point: the declaration, and nothing else -------------
@@ -233,8 +231,7 @@ class Claims:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         """Each report carries, as `report.claimlog`, what the claim put on its channel since
-        the previous phase's report: every payload crosses to the controller once. With
-        pytest-html, the call's report also carries the claim's readings and figure."""
+        the previous phase's report: every payload crosses to the controller once."""
         report = yield
         from claimlog.plugin.outcomes import SENT, channel
 
@@ -242,10 +239,6 @@ class Claims:
         payloads = channel(item)
         report.claimlog = payloads[sent:]  # type: ignore[attr-defined]
         item.stash[SENT] = len(payloads)
-        if report.when == "call" and _html(item.config):
-            from claimlog.plugin.reports import html_extras
-
-            html_extras(item, report, self.session.settings, self.session.fragility())
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -261,18 +254,6 @@ class Claims:
         controller = self._controller()
         if controller is not None:
             controller.worker_done(node)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_html_results_table_header(self, cells: list[str]) -> None:
-        from claimlog.plugin.reports import CLAIM_HEADER
-
-        cells.insert(2, CLAIM_HEADER)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
-        from claimlog.plugin.reports import claim_cell
-
-        cells.insert(2, claim_cell(report))
 
     # -- finishing ----------------------------------------------------------------------------
     @pytest.hookimpl(trylast=True)

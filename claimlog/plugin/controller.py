@@ -284,28 +284,9 @@ class Controller:
                 f"{relative(s.places.environment, root)} was not written: only a full update "
                 f"in which every claim passes records the reference ({UPDATE_COMMAND})"
             )
-        # The features that follow the log (the workshop's text), inside the update's
-        # transaction; then the reports, which say what they found.
+        # The features that follow the log (the workshop's text, then the reports, which
+        # say what it found), inside the update's transaction.
         self.config.hook.pytest_claimlog_finish(controller=self, session=session)
-        if s.claims_report:
-            from claimlog.plugin.reports import render_claims_report  # only where asked for
-
-            invocation = self.config.invocation_params.args
-            text = render_claims_report(
-                self.session,
-                claims,
-                self.log,
-                self.platform,
-                invocation,
-                self.moved,
-                [
-                    line
-                    for found in self.config.hook.pytest_claimlog_report(controller=self)
-                    for line in found
-                ],
-            )
-            atomic_write(s.claims_report, text)
-            self.summary.append(f"wrote the claims report {relative(s.claims_report, root)}")
         if s.record:
             self._record(session).save(s.record)
 

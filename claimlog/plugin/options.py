@@ -52,7 +52,6 @@ class Settings:
     kernels: Mapping[str, str]  # who chose each kernel variable: "user", "reference", "machine"
     seeds: Mapping[str, int | None]  # each seed axis the workshop declares: --<axis>-seed K
     keys: Mapping[str, str]  # each claim's key in this checkout (`claimlog.evidence.fragments`)
-    claims_report: Path | None
     record: Path | None
     figures: bool = True  # False under --no-figures: what a figure plots is checked, not drawn
     alone: bool = False  # --train-alone: no runs trained together (`Declaration.together`)
@@ -91,14 +90,6 @@ def add_options(parser: pytest.Parser, workshop: Declaration) -> None:
         action="store_true",
         help="check what each figure plots but draw no PNG (what the sweep's jobs run: their "
         "evidence reads numbers and outcomes, never a picture)",
-    )
-    writes.addoption(
-        "--claims-report",
-        dest="claimlog_claims_report",
-        metavar="PATH",
-        help="write a Markdown report of every claim: its sentence, its readings here and in "
-        "the snapshot, what the platforms print and how general it is over seeds; with "
-        "--workshop, what the text cites and the numbers that cite no line",
     )
     writes.addoption(
         "--record",
@@ -244,25 +235,30 @@ def refuse_unwritable(s: Settings) -> None:
     folders = {
         "--results-log": s.results_log.parent,
         "--diagrams": s.diagrams,
-        **({"--claims-report": s.claims_report.parent} if s.claims_report else {}),
         **({"--record": s.record.parent} if s.record else {}),
     }
     for option, folder in folders.items():
-        try:
-            if folder.is_relative_to(s.places.obtained):
-                s.places.make_obtained()
-            made = [p for p in (folder, *folder.parents) if not p.exists()]
-            folder.mkdir(parents=True, exist_ok=True)
-            writable = os.access(folder, os.W_OK)
-            if not folder.is_relative_to(s.places.obtained):
-                # A folder of the record (captures/, diagrams/) is there only once an update
-                # completed: tried, then taken away again.
-                for empty in made:
-                    empty.rmdir()
-        except OSError as error:
-            raise pytest.UsageError(f"{option}: cannot write into {folder} ({error})") from None
-        if not writable:
-            raise pytest.UsageError(f"{option}: cannot write into {folder} (permission denied)")
+        refuse_unwritable_folder(option, folder, s.places)
+
+
+def refuse_unwritable_folder(option: str, folder: Path, places: Places) -> None:
+    """A usage error naming `option` unless the session can write into `folder` (a feature's
+    file too: the claims report's)."""
+    try:
+        if folder.is_relative_to(places.obtained):
+            places.make_obtained()
+        made = [p for p in (folder, *folder.parents) if not p.exists()]
+        folder.mkdir(parents=True, exist_ok=True)
+        writable = os.access(folder, os.W_OK)
+        if not folder.is_relative_to(places.obtained):
+            # A folder of the record (captures/, diagrams/) is there only once an update
+            # completed: tried, then taken away again.
+            for empty in made:
+                empty.rmdir()
+    except OSError as error:
+        raise pytest.UsageError(f"{option}: cannot write into {folder} ({error})") from None
+    if not writable:
+        raise pytest.UsageError(f"{option}: cannot write into {folder} (permission denied)")
 
 
 def add_markers(config: pytest.Config, log: Log) -> None:
@@ -344,7 +340,6 @@ def read_settings(
         kernels=origins,
         seeds=seeds,
         keys=keys,
-        claims_report=_path(config.getoption("claimlog_claims_report")),
         record=_path(config.getoption("claimlog_record")),
         figures=not config.getoption("claimlog_no_figures"),
         alone=bool(config.getoption("claimlog_train_alone")),

@@ -8,7 +8,7 @@ only what a reader wants: the claim's sentence and the log lines it verified.
 
 `ClaimOutcome` gathers one claim's (or citation's) payloads, as every report carries them;
 `assemble_log` lays the verified lines out as the workshop script writes its log. The
-controller (`claimlog.plugin.controller`) and the reports (`claimlog.plugin.reports`) both read
+controller (`claimlog.plugin.controller`) and the reports (`claimlog.plugin.reporting`) both read
 them; neither is imported here.
 """
 

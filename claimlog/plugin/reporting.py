@@ -1,14 +1,15 @@
-"""Reports an author reads instead of the terminal.
+"""The reports an author reads instead of the terminal, in a session that writes one
+(`claimlog.plugin.reports` registers `Reports`).
 
 - **The claims report** (`--claims-report PATH`): section by section in the log's order, each
   claim's sentence, its verdict, and every reading it quotes by name, with the value computed
   here, the snapshot's and the published log's, and the evidence's two answers, apart: what
   the platforms print (robust, or fragile with its prints) and how general its claim's bound
-  is over each seed axis (k of N); the figure a claim draws under it. It reads as plain text
-  too.
+  is over each seed axis (k of N); the figure a claim draws under it; and what the feature
+  plugins add (the text's citations). It reads as plain text too.
 - **pytest-html**, when installed (`--html=report.html --self-contained-html`): a "claim"
   column with each claim's sentence, and in each claim's row (pytest-html's own extras) its
-  readings table and its figure, embedded. Without pytest-html nothing is registered.
+  readings table and its figure, embedded.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import base64
 import html
 import os
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -32,7 +33,10 @@ from claimlog.platform import Platform
 from claimlog.plugin.options import Settings, owned_keys
 from claimlog.plugin.outcomes import DRIFT, READINGS, STORED, ClaimOutcome, LogAssembly, payloads
 from claimlog.plugin.session import ClaimSession
-from claimlog.store import relative
+from claimlog.store import atomic_write, relative
+
+if TYPE_CHECKING:
+    from claimlog.plugin.controller import Controller
 
 # -- the claims report ----------------------------------------------------------------------
 STATUSES = ("verified", "drifted", "failed", "skipped", "not run")
@@ -73,6 +77,7 @@ def _travels(
 
 
 def render_claims_report(
+    path: Path,
     session: ClaimSession,
     claims: Mapping[str, ClaimOutcome],
     log: LogAssembly | None,
@@ -81,15 +86,15 @@ def render_claims_report(
     moved: Sequence[Moved] = (),
     features: Sequence[str] = (),
 ) -> str:
-    """The report of `session`'s `claims`. The evidence is the sweep's table without the
-    readings of the stale claims (whose evidence is of another key than this checkout's);
+    """The report of `session`'s `claims`, to be written at `path` (its figures are linked
+    from there). The evidence is the sweep's table without the readings of the stale claims
+    (whose evidence is of another key than this checkout's);
     `moved`: the quoted numbers printed otherwise than their snapshots, in log order;
     `features`: what the feature plugins add, in Markdown (with --workshop: what the text
     cites, what an update did to it, the numbers of its prose that cite no line)."""
     settings, root, workshop = session.settings, session.config.rootpath, session.workshop
     fragility, stale = session.fragility(), session.stale_claims()
     layout = session.log
-    path = settings.claims_report or root / "report.md"
     published = session.published  # read and checked as the session configured
     counts = {s: sum(1 for c in claims.values() if c.status == s) for s in STATUSES}
     # Each count includes the reference (seed 0 on the reference platform).
@@ -323,3 +328,52 @@ CLAIM_HEADER = '<th class="claimlog-claim">claim</th>'  # pytest-html's column o
 def claim_cell(report: pytest.TestReport) -> str:
     sentence = dict(report.user_properties).get("sentence", "")
     return f'<td class="claimlog-claim">{html.escape(str(sentence))}</td>'
+
+
+# -- the plugin -------------------------------------------------------------------------------
+class Reports:
+    """The reports of one session: the claims report at `path` (None: none), pytest-html's
+    column and extras where pytest-html writes a report (`html`)."""
+
+    def __init__(self, session: ClaimSession, path: Path | None, html: bool) -> None:
+        self.session = session
+        self.path = path
+        self.html = html
+
+    @pytest.hookimpl(trylast=True)  # after the features whose sections it shows
+    def pytest_claimlog_finish(self, controller: Controller, session: pytest.Session) -> None:
+        if self.path is None:
+            return
+        sections = self.session.config.hook.pytest_claimlog_report(controller=controller)
+        text = render_claims_report(
+            self.path,
+            self.session,
+            controller.claim_outcomes,
+            controller.log,
+            controller.platform,
+            self.session.config.invocation_params.args,
+            controller.moved,
+            [line for found in sections for line in found],
+        )
+        atomic_write(self.path, text)
+        root = self.session.config.rootpath
+        controller.summary.append(f"wrote the claims report {relative(self.path, root)}")
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        """A call's report carries the claim's readings and figure for pytest-html (outside
+        the core's wrapper, which puts the claim's payloads on the report)."""
+        report = yield
+        if self.html and report.when == "call":
+            html_extras(item, report, self.session.settings, self.session.fragility())
+        return report
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_header(self, cells: list[str]) -> None:
+        cells.insert(2, CLAIM_HEADER)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
+        cells.insert(2, claim_cell(report))

@@ -166,6 +166,25 @@ def summarize(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
         ]
     _section(terminalreporter, "how the cited lessons hold over other seeds", notes)
     _say_update(c, terminalreporter)
+    _section(terminalreporter, "claimlog's features turned off", features_off(c.config))
+
+
+# claimlog's features that are plugins of their own, by the name `-p no:NAME` turns each off.
+FEATURES = {
+    "claimlog.text": "the workshop's text: --workshop, its citations and notebooks",
+    "claimlog.reports": "the reports: --claims-report, pytest-html's claim column",
+    "claimlog.sweep": "the update's sweep of the stale evidence",
+}
+
+
+def features_off(config: pytest.Config) -> list[str]:
+    """The features this session runs without (`-p no:claimlog.text`), each with what it
+    would have done."""
+    return [
+        f"-p no:{name}: {what}"
+        for name, what in FEATURES.items()
+        if config.pluginmanager.is_blocked(name)
+    ]
 
 
 def against_published(c: Controller) -> list[str]:
