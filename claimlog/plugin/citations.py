@@ -69,7 +69,8 @@ from claimlog.text.rewrites import (
 
 class WorkshopText:
     """The workshop's text in one session: what its documents cite and quote, and what the
-    session did to them (`text`, the summary's lines; `rewritten`, an update's)."""
+    session did to them (`text`, the summary's lines; an update's rewrites are the
+    controller's `rewritten`, which the summary and the claims report both show)."""
 
     def __init__(self, session: ClaimSession, folder: Path) -> None:
         self.session = session
