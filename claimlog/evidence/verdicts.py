@@ -234,6 +234,11 @@ class Moved:
         return cls(reading, float(data["before"]), int(data["line"]), str(data["status"]))
 
 
+def prints_as_stored(reading: Reading, stored: float) -> bool:
+    """Whether `reading` prints as its snapshot's value (`stored`) prints: not moved."""
+    return reading.with_value(reading.value_from_float(stored)).printed == reading.printed
+
+
 def moved_readings(
     here: Sequence[Reading],
     stored: Mapping[str, float],
@@ -245,8 +250,7 @@ def moved_readings(
     for reading in here:
         if reading.name not in stored:
             continue
-        before = reading.with_value(reading.value_from_float(stored[reading.name]))
-        if before.printed != reading.printed:
+        if not prints_as_stored(reading, stored[reading.name]):
             status = status_of(fragility.reading(reading.name), reading.name in fragility.stale)
             out.append(Moved(reading, stored[reading.name], line_of[reading.key], status))
     return out

@@ -140,6 +140,13 @@ def kind_named(name: str) -> Kind:
 STEP_SPEC = "step"  # prints a step as "step 100", and None as "never"
 
 
+def decimals(written: str) -> int:
+    """The figures after the point of a number as written, its exponent apart: "2.07" has 2,
+    "3.3e-04" has 1, "42" none."""
+    mantissa = written.lower().split("e")[0]
+    return len(mantissa.split(".")[1]) if "." in mantissa else 0
+
+
 @dataclass(frozen=True)
 class Quantity:
     """What one field of a log line measures: a label, a kind and how the log prints it.
@@ -167,12 +174,11 @@ class Quantity:
             return self
         bare = printed.lstrip("+-").lower()
         sign = "+" if self.spec.startswith("+") else ""
-        mantissa = bare.split("e")[0]
-        decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        figures = decimals(bare)
         if "e" in bare:
-            spec = f"{sign}.{decimals}e"
-        elif "." in mantissa or self.spec not in ("", "d"):
-            spec = f"{sign}.{decimals}f"
+            spec = f"{sign}.{figures}e"
+        elif "." in bare or self.spec not in ("", "d"):
+            spec = f"{sign}.{figures}f"
         else:
             spec = self.spec  # a whole number printed whole
         return Quantity(self.label, self.kind, spec, self.plus_minus)

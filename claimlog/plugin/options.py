@@ -172,7 +172,7 @@ def seeds_given(config: pytest.Config, workshop: Declaration) -> dict[str, int |
     return {axis: config.getoption(f"claimlog_{axis}_seed") for axis in workshop.seed_axes()}
 
 
-def _setting(config: pytest.Config, option: str) -> Path | None:
+def path_setting(config: pytest.Config, option: str) -> Path | None:
     """A path option: from the command line, else from the ini file (relative to the
     rootdir), else None."""
     given = config.getoption(option)
@@ -207,8 +207,8 @@ def _outputs(
     if variant is None and update:
         return results_log or places.results_log, diagrams or places.diagrams
     # Where a normal run writes, as the project fixed it (an update writes the record).
-    results_log = results_log or _setting(config, "claimlog_results_log")
-    diagrams = diagrams or _setting(config, "claimlog_diagrams")
+    results_log = results_log or path_setting(config, "claimlog_results_log")
+    diagrams = diagrams or path_setting(config, "claimlog_diagrams")
     if variant is None:
         return results_log or places.obtained_results_log, diagrams or places.obtained_diagrams
     committed = {places.results_log.resolve(), places.diagrams.resolve()}

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from claimlog.evidence.tables import Table
-from claimlog.evidence.verdicts import Moved
+from claimlog.evidence.verdicts import Moved, prints_as_stored
 from claimlog.log.lines import CitedLine, Log, LogLine
 from claimlog.log.readings import Reading
 
@@ -213,7 +213,7 @@ def standing_readings(claim: ClaimOutcome, key: str) -> tuple[Reading, ...]:
         stored = claim.stored.get(reading.name)
         if reading.key != key or stored is None or reading.value is None:
             continue
-        if reading.with_value(reading.value_from_float(stored)).printed == reading.printed:
+        if prints_as_stored(reading, stored):
             standing.append(reading)
     return tuple(standing)
 

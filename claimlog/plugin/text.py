@@ -44,11 +44,10 @@ def workshop_text(config: pytest.Config) -> Path | None:
     """The workshop's text this session checks: --workshop DIR; or the ini option's folder,
     in a session that runs every claim (`pytest tests/` and `-k eval_bug` leave it alone: a
     narrowed run verifies too few lines for the whole text)."""
-    from claimlog.plugin.options import narrowed, runs_claims
+    from claimlog.plugin.options import narrowed, path_setting, runs_claims
 
     given = config.getoption(INI)
-    ini = str(config.getini(INI) or "")
-    folder = Path(given) if given else (config.rootpath / ini if ini else None)
+    folder = path_setting(config, INI)
     if folder is None or (not given and (narrowed(config) or not runs_claims(config))):
         return None
     if not folder.is_dir():

@@ -48,7 +48,7 @@ from claimlog.evidence.fragility import (
 )
 from claimlog.evidence.verdicts import status_of
 from claimlog.log.lines import CitedLine
-from claimlog.log.readings import FLAG, SETTING, Reading, declared_as
+from claimlog.log.readings import FLAG, SETTING, Reading, decimals, declared_as
 from claimlog.log.readings import KINDS as READING_KINDS
 from claimlog.text.citations import KINDS, Citation, Quote
 
@@ -58,12 +58,10 @@ def written_like(quoted: str, value: float) -> str:
     "3.41e-04", "51.5" -> "48.5", "+0.880797" -> "+0.880800"."""
     sign = "+" if quoted.startswith("+") and value >= 0 else ""
     bare = quoted.lstrip("+-")
+    digits = decimals(bare)
     if "e" in bare.lower():
-        mantissa = bare.lower().split("e")[0]
-        digits = len(mantissa.split(".")[1]) if "." in mantissa else 0
         text = f"{value:.{digits}e}"
         return sign + (text.upper() if "E" in bare else text)
-    digits = len(bare.split(".")[1]) if "." in bare else 0
     return sign + f"{value:.{digits}f}"
 
 
@@ -435,12 +433,7 @@ def check_published(
 
 def _printed_as(reading: Reading, quoted: str) -> bool:
     """A published number says the quote at no more figures than its author printed."""
-    return says(reading, quoted) and _decimals(quoted) <= _decimals(reading.printed)
-
-
-def _decimals(number: str) -> int:
-    mantissa = number.lower().split("e")[0]
-    return len(mantissa.split(".")[1]) if "." in mantissa else 0
+    return says(reading, quoted) and decimals(quoted) <= decimals(reading.printed)
 
 
 def _platform_prints(evidence: ReadingEvidence) -> dict[str, float]:
