@@ -63,6 +63,20 @@ def under_ci():
     return os.environ.get("CI", "").strip().lower() not in ("", "false", "0")
 
 
+def workshop_copy(source, into, **variables):
+    """A scratch copy of a workshop's folder `source` in `into` (without what its runs left
+    there), and the environment of a pytest started in it: `variables` added, and no outer
+    session's options or xdist worker."""
+    copy = into / source.name
+    shutil.copytree(
+        source, copy, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", "obtained")
+    )
+    env = {**os.environ, **variables}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    env.pop("PYTEST_ADDOPTS", None)
+    return copy, env
+
+
 def missing(reason):
     """What a test that guards one of the README's promises does when what it checks against
     is absent: locally it skips, saying why; under CI it fails, because a green CI has to

@@ -15,16 +15,14 @@ author works:
   and what it should hold.
 """
 
-import os
 import re
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import SHARED, missing
+from conftest import SHARED, missing, workshop_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKSHOP = ROOT / "workshops" / "bigrams"
@@ -37,13 +35,7 @@ def bigrams(tmp_path):
     pytest in it: (exit code, output)."""
     if not NAMES.is_file():
         missing(f"the names dataset is not at {NAMES}")
-    copy = tmp_path / "bigrams"
-    shutil.copytree(
-        WORKSHOP, copy, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", "obtained")
-    )
-    env = {**os.environ, "BIGRAMS_NAMES": str(NAMES)}
-    env.pop("PYTEST_XDIST_WORKER", None)
-    env.pop("PYTEST_ADDOPTS", None)
+    copy, env = workshop_copy(WORKSHOP, tmp_path, BIGRAMS_NAMES=str(NAMES))
 
     def run(*args):
         done = subprocess.run(

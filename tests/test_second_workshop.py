@@ -9,14 +9,13 @@ snapshots, the log and the text's quotes, all at once. It is ordinary PyTorch (`
 CPU: tests/test_fingerprint.py runs it on both of MKL's paths.
 """
 
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import workshop_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKSHOP = ROOT / "workshops" / "dropout"
@@ -26,13 +25,7 @@ WORKSHOP = ROOT / "workshops" / "dropout"
 def dropout(tmp_path):
     """A scratch copy of the workshop's folder, whose own package is the one imported (an
     edit of its recipe is the workshop's edit), and a runner of commands in it."""
-    copy = tmp_path / "dropout"
-    shutil.copytree(
-        WORKSHOP, copy, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", "obtained")
-    )
-    env = {**os.environ, "PYTHONPATH": str(copy)}
-    env.pop("PYTEST_XDIST_WORKER", None)
-    env.pop("PYTEST_ADDOPTS", None)
+    copy, env = workshop_copy(WORKSHOP, tmp_path, PYTHONPATH=str(tmp_path / WORKSHOP.name))
 
     def run(*args, passes=True):
         done = subprocess.run(
