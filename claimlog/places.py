@@ -127,6 +127,13 @@ class Places:
         return tuple(page for page in pages if page.is_file())
 
     @property
+    def update_workspace(self) -> Path:
+        """Where an update keeps its journal, the copy of the record that undoes it, and the
+        name of its process (`claimlog.transaction`): empty or absent but during an update,
+        or after one that was killed."""
+        return self.obtained / ".update"
+
+    @property
     def obtained(self) -> Path:
         """What a normal run computed, never committed (git-ignored): its log and figures,
         as pytest-regressions writes its `.obtained` files beside the expected ones."""

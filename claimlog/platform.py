@@ -35,8 +35,8 @@ the CPU could do): numpy's vector width is read from the dispatch targets numpy 
 after `NPY_DISABLE_CPU_FEATURES`, not from its list of CPU features, which names features
 (AVX512_SPR, AVX512FP16, ...) that no dispatch target of the installed numpy uses.
 `Platform.identity()` keeps only what moves the floats, and `Platform.id` names it. Its
-**fingerprint** is what the workshop's own kernels give here (`claimlog.kernels`: recorded
-from its computations by a full update, replayed on fixed inputs, `kernel_bits`): under MKL's
+**fingerprint** is what the workshop's own kernels give here (`claimlog.kernels`: heard in
+its computations by a full update, `claimlog.hearing`, and replayed on fixed inputs): under MKL's
 COMPATIBLE branch it speaks for the CPU, whose name is then no part of the identity, so two
 machines whose kernels give the same bits are one platform whatever they are called, and two
 that differ are two. Two runs with the same identity compute the same numbers; the evidence of

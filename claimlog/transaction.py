@@ -85,7 +85,7 @@ class Update:
 
     @property
     def folder(self) -> Path:
-        return self.places.obtained / ".update"
+        return self.places.update_workspace
 
     @property
     def journal(self) -> Path:

@@ -15,6 +15,7 @@ type checking only reaches up.
 """
 
 import ast
+import json
 import re
 import subprocess
 import sys
@@ -333,6 +334,43 @@ def test_the_claims_and_what_they_read_load_without_torch():
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+# What a warm session of the claims may import of the engine, as a share of its non-blank lines
+# (issue 60): the core, and no feature it does not use (the update's transaction, the kernels'
+# hearing, the sweep, the text, the reports, the code slicing of a first session).
+IMPORTED_AT_MOST = 0.55
+IMPORTED = """
+import json, sys
+import pytest
+pytest.main(sys.argv[1:])
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("claimlog"))))
+"""
+
+
+@pytest.mark.parametrize("selection", [[], ["-k", "eval_bug"]], ids=["all", "eval_bug"])
+def test_a_warm_claims_session_imports_little_of_the_engine(selection):
+    """A `pytest claims/` whose results pytest's cache holds (the first session, run here,
+    makes it so) imports at most `IMPORTED_AT_MOST` of the engine's lines; `-k eval_bug`
+    no more than that."""
+    command = ["claims/", "-q", "-p", "no:randomly", "-n", "0", *selection]
+    warm = subprocess.run([sys.executable, "-m", "pytest", *command], cwd=ROOT, capture_output=True)
+    assert warm.returncode == 0, warm.stdout.decode()[-2000:]
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORTED, *command],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    imported = set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+    def lines(module):
+        return sum(1 for line in ENGINE_MODULES[module].read_text().splitlines() if line.strip())
+
+    share = sum(lines(m) for m in imported & set(ENGINE_MODULES))
+    total = sum(lines(m) for m in ENGINE_MODULES)
+    assert share / total <= IMPORTED_AT_MOST, sorted(imported & set(ENGINE_MODULES))
 
 
 def test_only_the_plugins_and_the_runner_import_pytest():

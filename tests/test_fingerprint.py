@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from claimlog import kernels
+from claimlog import hearing, kernels
 from claimlog.kernels import fingerprint_under, reference_kernels
 from claimlog.platform import TORCH_REFERENCE, Platform
 
@@ -45,7 +45,7 @@ def small_fit(width: int = 32, seeded: bool = True) -> float:
 
 
 def test_a_computations_kernels_are_its_operators_shapes_and_bits_replayed_alike_every_time():
-    recorded = kernels.record("small fit", small_fit)
+    recorded = hearing.record("small fit", small_fit)
     described = [kernels.describe_kernel(k) for k in recorded]
     assert (
         "aten.addmm.default on float32 [32], float32 [100, 2], float32 [2, 32] (strided)"
@@ -84,7 +84,7 @@ def test_the_record_hears_a_computation_to_its_end_and_checks_only_its_first_ste
         with torch.no_grad():
             net(torch.linspace(-1, 1, 14).reshape(7, 2))  # the evaluation at the end
 
-    recorded = kernels.record("adam fit", adam_fit)
+    recorded = hearing.record("adam fit", adam_fit)
     assert 2_000 < len(steps) < 2_000 + 2 * 200  # a step is ~50 calls: QUIET is ~30 steps
     described = [kernels.describe_kernel(k) for k in recorded]
     assert {"aten.addcdiv_.default", "aten.addmm.default"} <= {d.split(" ")[0] for d in described}
@@ -100,13 +100,13 @@ def test_recording_leaves_the_global_generators_as_they_were():
     expected = (torch.rand(3), np.random.rand(3))
     torch.manual_seed(7)
     np.random.seed(7)
-    kernels.record("small fit", small_fit)  # which seeds torch's generator as it starts
+    hearing.record("small fit", small_fit)  # which seeds torch's generator as it starts
     assert torch.equal(torch.rand(3), expected[0]) and (np.random.rand(3) == expected[1]).all()
 
 
 def test_a_computation_that_draws_from_an_unseeded_generator_is_refused_naming_its_first_moved_call():
-    with pytest.raises(kernels.NotDeterministic) as refused:
-        kernels.record("the unseeded fit", lambda: small_fit(seeded=False))
+    with pytest.raises(hearing.NotDeterministic) as refused:
+        hearing.record("the unseeded fit", lambda: small_fit(seeded=False))
     said = str(refused.value)
     assert "\n" not in said
     assert said.startswith(
@@ -120,8 +120,8 @@ def test_calls_only_the_first_start_makes_are_no_evidence_of_nondeterminism():
     start does not: calls are matched kernel by kernel."""
     load, mm = (json.dumps({"op": op, "args": [], "kwargs": {}}) for op in ("aten.load", "aten.mm"))
     first = [(load, "a"), (load, "b"), (mm, "x"), (mm, "y")]
-    assert kernels._first_moved(first, [(mm, "x"), (mm, "y")]) is None
-    assert kernels._first_moved(first, [(mm, "x"), (mm, "z")]) == "its call 2 of aten.mm"
+    assert hearing._first_moved(first, [(mm, "x"), (mm, "y")]) is None
+    assert hearing._first_moved(first, [(mm, "x"), (mm, "z")]) == "its call 2 of aten.mm"
 
 
 def test_a_platforms_fingerprint_is_part_of_its_identity_its_folder_and_its_cache_keys():

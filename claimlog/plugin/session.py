@@ -20,7 +20,7 @@ It holds
 - **the update**, as one transaction (`claimlog.transaction.Update`): begun at configure,
   committed or rolled back at the session's end; and what a killed one left, put back;
 - **what every process did**: the results it computed, reused or found damaged (`Event`s),
-  the kernels an update's computations called (`claimlog.kernels.record`), the computations
+  the kernels an update's computations called (`claimlog.hearing.record`), the computations
   refused as not deterministic; an xdist worker ships its own to the controller
   (`ClaimSession.worker_output`);
 and, beside it on the controller's config, the controller (claimlog/plugin/controller.py),
@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -46,15 +46,10 @@ from claimlog.evidence.fragments import FragmentStore, claim_of, seed_variant_na
 from claimlog.evidence.keys import claim_keys
 from claimlog.evidence.verdicts import HELD, NEW, REFERENCE, Standing
 from claimlog.kernels import (
-    Listening,
     NotDeterministic,
-    apart_from_record,
     fingerprint,
     kept_kernel_bits,
     kernel_bits,
-    kernels_of,
-    record,
-    recording,
     reference_kernels,
 )
 from claimlog.log.lines import Log, PublishedLogError
@@ -74,7 +69,9 @@ from claimlog.plugin.options import (
 )
 from claimlog.runs import TrainedRuns
 from claimlog.store import Event, Memo, Store, digest
-from claimlog.transaction import Busy, Update
+
+if TYPE_CHECKING:
+    from claimlog.transaction import Update
 
 RUNS_CACHE = "runs"  # a workshop's trained runs, in pytest's cache: "<name>-runs"
 CLAIM_KEYS_CACHE = "claim-keys"  # each claim's evidence key, in pytest's cache
@@ -374,7 +371,7 @@ class ClaimSession:
     ) -> None:
         """Under an update that records the reference: the kernels of the computation `name`,
         from its first call to its last, as it was heard computing (`whole`, `hearing`) or
-        run whole once more, then started twice (`claimlog.kernels.record`); a computation
+        run whole once more, then started twice (`claimlog.hearing.record`); a computation
         that gives other bits the second time fails the claim in one line, before anything
         is recorded. Kept in pytest's cache under the computation's own `key` (its code,
         recipe and platform) and how it is recorded: an update after an edit of the text
@@ -397,6 +394,8 @@ class ClaimSession:
         key: str,
         whole: Mapping[str, str] | None,
     ) -> list[str]:
+        from claimlog.hearing import record
+
         def recorded() -> list[str]:
             import_torch()
             return sorted(record(name, compute, whole))
@@ -411,6 +410,8 @@ class ClaimSession:
         return list(found or ())
 
     def _kernels_key(self, key: str) -> str:
+        from claimlog.hearing import recording
+
         return digest(json.dumps([key, recording()]))
 
     def kernels_known(self, name: str, key: str) -> bool:
@@ -425,13 +426,15 @@ class ClaimSession:
     def hearing(self, name: str, compute: Callable[[], object], key: str) -> Iterator[None]:
         """Around the computation `name` as it runs anyway (a run trained, a result computed):
         where its kernels are to be recorded, it is heard from its first call to its last
-        (`claimlog.kernels.Listening`), and its record made and kept at once, so that no
+        (`claimlog.hearing.Listening`), and its record made and kept at once, so that no
         claim runs it whole again to hear it. A computation refused as not deterministic is
         refused (NotDeterministic), and kept by nobody: a claim that asks for its kernels
         refuses it in one line (`note_kernels`)."""
         if self.kernels_known(name, key):
             yield
             return
+        from claimlog.hearing import Listening
+
         with Listening() as heard:
             yield
         self.recorded[name] = tuple(self._kernels_memo(name, compute, key, heard.kernels))
@@ -440,10 +443,12 @@ class ClaimSession:
         """Where this platform's fingerprint is the reference's and a number moved all the
         same: each computation this process asked for heard here, run whole, and its kernels
         held against the record
-        (`claimlog.kernels.apart_from_record`): what sets this machine apart from it, for
+        (`claimlog.hearing.apart_from_record`): what sets this machine apart from it, for
         people, or [] where every kernel is the record's, with the record's bits (then
         something the keys do not see changed, or the computation is not deterministic).
         Each computation is examined once a session."""
+        from claimlog.hearing import apart_from_record, kernels_of
+
         reference = reference_kernels(self.settings.places.environment)
         found: list[str] = []
         for name, compute in self.computations.items():
@@ -459,7 +464,12 @@ class ClaimSession:
 
     # -- the update's transaction -------------------------------------------------------------
     def _recover(self, places: Places) -> None:
-        """Put back what an interrupted update left half written (said in the header)."""
+        """Put back what an interrupted update left half written (said in the header). Where
+        the update's workspace holds nothing, no update runs and none was killed: there is
+        nothing to look for under the lock (nor is the transaction's code imported)."""
+        workspace = places.update_workspace
+        if not workspace.is_dir() or not any(workspace.iterdir()):
+            return
         transaction = _locked(places)
         try:
             self.recovered = transaction.recover() or ""
@@ -553,6 +563,8 @@ def _pytest_cache(config: pytest.Config) -> Path | None:
 
 def _locked(places: Places) -> Update:
     """The checkout's update transaction, its lock taken (refused while an update runs)."""
+    from claimlog.transaction import Busy, Update
+
     transaction = Update(places)
     try:
         transaction.acquire()
