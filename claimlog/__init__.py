@@ -51,13 +51,12 @@ _HOMES = {
     "at_most": "claimlog.log.readings",
     "below": "claimlog.log.readings",
     "exactly": "claimlog.log.readings",
-    "seed_variant_name": "claimlog.evidence.fragments",
+    "seed_variant_name": "claimlog.declaration",
 }
 
 if TYPE_CHECKING:
-    from claimlog.declaration import Declaration, Together, Training
+    from claimlog.declaration import Declaration, Together, Training, seed_variant_name
     from claimlog.evidence.fragility import Rate
-    from claimlog.evidence.fragments import seed_variant_name
     from claimlog.evidence.tables import Table
     from claimlog.log.lines import Line, Log, LogLine, Template
     from claimlog.log.readings import (

@@ -260,3 +260,11 @@ def init(folder: Path) -> str:
         f"wrote the workshop {name!r} into {folder} and recorded its numbers on this machine.\n"
         f"Next: cd {folder} && pytest   (then git init, and commit it: the record is yours)"
     )
+
+
+def seed_variant_name(seeds: Mapping[str, int | None]) -> str | None:
+    """The name of the seed variant a session with these seeds ({axis: K or None}) is: None
+    for the workshop's own seeds, "sampler-seed-5" for one; a session with two set is no
+    variant of the sweep ("sampler-seed-5+init-seed-2")."""
+    given = [f"{axis}-seed-{seed}" for axis, seed in seeds.items() if seed is not None]
+    return "+".join(given) or None

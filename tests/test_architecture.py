@@ -241,6 +241,7 @@ FEATURES = {
         "claimlog.text.",
     ),
     "claimlog.reports": ("claimlog.plugin.reports", "claimlog.plugin.reporting"),
+    "claimlog.evidence": ("claimlog.plugin.evidence", "claimlog.plugin.standing"),
 }
 CORE = sorted(
     m

@@ -117,22 +117,20 @@ def test_a_new_platform_passes_on_its_statements_reporting_drift_and_fails_a_bro
 def test_another_vendor_and_model_under_the_reference_kernels_stand_as_the_reference():
     from claimlog.evidence.verdicts import REFERENCE
     from claimlog.platform import Platform, read_reference
-    from claimlog.plugin.session import find
+    from claimlog.plugin.session import reference_or_new
 
     settings = standing_settings()
     reference = read_reference(settings.places.environment)
     assert reference is not None and not reference.cpu  # an identity names no machine
     for cpu in ("GenuineIntel family 6 model 167 (Intel Xeon)", "AuthenticAMD family 25 model 1"):
         here = Platform.from_json({**reference.to_json(), "cpu": cpu, "python": "3.11.7"})
-        assert find(here, settings, reference).kind == REFERENCE
+        assert reference_or_new(here, settings, reference).kind == REFERENCE
 
 
 def standing_settings(**changes):
     """The settings of a plain `pytest claims/` in this checkout."""
     import dataclasses
 
-    from bnvg.workshop import DECLARATION
-    from claimlog.evidence.keys import claim_keys
     from claimlog.places import Places
     from claimlog.plugin.options import Settings
 
@@ -148,7 +146,6 @@ def standing_settings(**changes):
         native_kernels=False,
         kernels={},
         seeds={"sampler": None, "init": None},
-        keys=claim_keys(places, DECLARATION),
         record=None,
     )
     return dataclasses.replace(plain, **changes)

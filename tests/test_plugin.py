@@ -1,5 +1,6 @@
 """The results.log plugin, exercised on small claim suites written for each test (pytester)."""
 
+import json
 import os
 import textwrap
 
@@ -387,4 +388,46 @@ def test_the_reports_are_a_plugin_of_their_own_and_the_summary_names_what_is_off
             "-p no:claimlog.text: the workshop's text: --workshop, its citations and notebooks",
             "-p no:claimlog.reports: the reports: --claims-report, pytest-html's claim column",
         ]
+    )
+
+
+def test_the_evidence_is_a_plugin_of_its_own_and_a_claim_that_reads_it_is_skipped_without_it(
+    suite, pytester
+):
+    """Issue 60: `-p no:claimlog.evidence` judges the claims by the record alone: a claim
+    marked `evidence` (it reads the sweep's tables) is skipped, saying why, and the summary
+    names the feature that is off. An update without it knows no claim's key, so the keys
+    recorded beside the snapshots, which would be of other snapshots, are removed."""
+    suite(*all_claims())  # a complete log: only then does an update record the keys
+    pytester.makepyfile(
+        test_rates=(
+            "import pytest\n\n\n@pytest.mark.evidence\n"
+            "def test_how_often_it_holds(fragility_table, platform_standing):\n"
+            "    assert platform_standing.platform and not fragility_table.readings\n"
+        )
+    )
+    keys = pytester.path / "snapshots" / "keys.json"
+    n = len(all_claims())
+    pytester.runpytest("-p", "no:randomly", "--snapshot-update").assert_outcomes(passed=n + 1)
+    assert json.loads(keys.read_text()) == {}  # keys of claims/, which this project has not
+    on = pytester.runpytest("-p", "no:randomly")
+    on.assert_outcomes(passed=n + 1)
+    assert "features turned off" not in on.stdout.str()
+    args = ("-p", "no:randomly", "-p", "no:claimlog.evidence", "-rs")
+    off = pytester.runpytest(*args)
+    off.assert_outcomes(passed=n, skipped=1)
+    off.stdout.fnmatch_lines(
+        [
+            "bnvg: the reference platform *; the evidence is not read (-p no:claimlog.evidence)*",
+            "*- claimlog's features turned off -*",
+            "-p no:claimlog.evidence: the sweep's evidence: *",
+            "SKIPPED * reads the sweep's evidence, which this session does not "
+            "(-p no:claimlog.evidence)",
+        ]
+    )
+    updated = pytester.runpytest(*args, "--snapshot-update")
+    updated.assert_outcomes(passed=n, skipped=1)
+    assert not keys.exists()
+    updated.stdout.fnmatch_lines(
+        ["*removed snapshots/keys.json: this update knew no claim's key (it ran without *"]
     )

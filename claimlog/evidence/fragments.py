@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from claimlog.evidence.fragility import SeedWords
+from claimlog.evidence.keys import claim_of
 from claimlog.evidence.record import Record
 from claimlog.log.readings import Reading
 from claimlog.platform import Platform
@@ -99,20 +100,6 @@ class Variant:
             native=bool(data["native"]),
             seed=None if seed is None else int(seed),
         )
-
-
-def seed_variant_name(seeds: Mapping[str, int | None]) -> str | None:
-    """The name of the seed variant a session with these seeds ({axis: K or None}) is: None
-    for the workshop's own seeds, "sampler-seed-5" for one; a session with two set is no
-    variant of the sweep ("sampler-seed-5+init-seed-2")."""
-    given = [f"{axis}-seed-{seed}" for axis, seed in seeds.items() if seed is not None]
-    return "+".join(given) or None
-
-
-def claim_of(nodeid: str) -> str:
-    """The claim a test id is of, without its parameters: a key is per claim function (its
-    parameters are in its code)."""
-    return nodeid.split("[", 1)[0]
 
 
 @dataclass(frozen=True)

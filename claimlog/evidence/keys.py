@@ -48,6 +48,12 @@ RECIPE_FIXTURE = "recipe"
 READINGS = Path(__file__).resolve().parent.parent / "log" / "readings.py"
 
 
+def claim_of(nodeid: str) -> str:
+    """The claim a test id is of, without its parameters: a key is per claim function (its
+    parameters are in its code)."""
+    return nodeid.split("[", 1)[0]
+
+
 def claim_keys(places: Places, workshop: Declaration, kept: Store | None = None) -> dict[str, str]:
     """Each claim of `workshop`, the project at `places` ("claims/test_s2_....py::test_x"),
     but those marked `evidence` (which read the sweep's tables and are no evidence), with its

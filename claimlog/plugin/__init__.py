@@ -28,6 +28,9 @@ The features are plugins of their own, each with its entry point, `-p no:`-able:
   in the text (Markdown, Quarto, notebooks) and the quotes an update rewrites;
 - `claimlog.reports`: `reports` (--claims-report PATH) and `reporting`, the claims report and
   pytest-html's extras;
+- `claimlog.evidence`: `evidence` and `standing`, the sweep's evidence a session reads (each
+  claim's key, the sweep's table, where the platform stands with it), in place of the
+  core's `Evidence`, which knows none;
 - `claimlog.sweep`: the update's sweep of the stale evidence (`claimlog.sweep.plugin`).
 """
 
@@ -118,6 +121,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 
 
 CLAIMS_PLUGIN = "claimlog.claims"  # the name `Claims` is registered under
+EVIDENCE_OFF = "reads the sweep's evidence, which this session does not (-p no:claimlog.evidence)"
 
 
 class Claims:
@@ -175,21 +179,23 @@ class Claims:
     def pytest_xdist_auto_num_workers(self, config: pytest.Config) -> int | None:
         return auto_num_workers(config)
 
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        if self.session.configured:
-            self.session.keep_evidence_keys()
-
     # -- collecting ---------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(
         self, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
         """Citations run last, because they read the log the claims before them verified; a
-        claim that owns an unknown line, or a line two claims own, stops the session."""
+        claim that owns an unknown line, or a line two claims own, stops the session. A claim
+        marked `evidence` reads the sweep's tables: without them it is skipped, saying why."""
         from claimlog.plugin.options import check_owners, is_citation
 
         items.sort(key=is_citation)
         check_owners(items, self.session.log)
+        if not self.session.evidence.active:
+            unread = pytest.mark.skip(reason=EVIDENCE_OFF)
+            for item in items:
+                if item.get_closest_marker("evidence") is not None:
+                    item.add_marker(unread)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         controller = self._controller()

@@ -340,7 +340,7 @@ class CitationItem(pytest.Item):
             for n in self.citation.lines
             if n in log.lines
         }
-        citation, table = self.citation, session.fragility()
+        citation, table = self.citation, session.evidence.fragility()
         problems: list[str] = []  # under an update: the quotes the new values no longer bear out
         if session.settings.update:
             planned = plan(citation, controller.moved, log.lines, table)
@@ -349,7 +349,7 @@ class CitationItem(pytest.Item):
                 channel(self).append((REWRITE, rewrite.to_json()))
             for left in planned.left:
                 channel(self).append((LEFT, left.to_json()))
-        found = session.standing
+        found = session.evidence.standing
         elsewhere = found.kind == NEW and not found.strict
         seeds = session.workshop.seeds
         verdict = check(citation, log.lines, context, table, log.n_lines, elsewhere, seeds)

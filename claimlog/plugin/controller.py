@@ -25,13 +25,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from claimlog.evidence.fragments import seed_variant_name
-from claimlog.evidence.keys import code_of
-from claimlog.evidence.record import ClaimResult, Record
+from claimlog.declaration import seed_variant_name
 from claimlog.evidence.tables import Table
 from claimlog.evidence.verdicts import Moved, moved_in_the_recipe
 from claimlog.kernels import fingerprint, kernel_bits, reference_kernels
@@ -51,6 +49,9 @@ from claimlog.plugin.outcomes import NOT_VERIFIED, ClaimOutcome, LogAssembly, as
 from claimlog.plugin.session import RUNS_CACHE, ClaimSession, holds_snapshots
 from claimlog.runs import TrainedRuns
 from claimlog.store import COMPUTED, REUSED, Event, atomic_write, relative
+
+if TYPE_CHECKING:
+    from claimlog.evidence.record import ClaimResult, Record
 
 
 def is_complete_log(path: Path, n_lines: int) -> bool:
@@ -245,7 +246,7 @@ class Controller:
         if self.platform is None and any(c.ran for c in claims.values()):
             self.platform = self.session.platform
             if not s.update:
-                self.standing = self.session.standing_json()
+                self.standing = self.session.evidence.standing_json()
         if any(c.owns and c.ran for c in claims.values()):
             self.log = self.assemble()
             n_claims = sum(1 for c in claims.values() if c.passed and c.lines)
@@ -323,9 +324,18 @@ class Controller:
     def _record_keys(self) -> None:
         """Beside the snapshots, the code they are of: each claim's key. A run on another
         platform tells by it an edit (a failure) from a number its platform moved (drift),
-        where no sweep has measured the workshop."""
-        keys = json.dumps(dict(sorted(self.settings.keys.items())), indent=1) + "\n"
-        path = self.settings.places.recorded_keys
+        where no sweep has measured the workshop. A session that knows no key (it runs
+        without the evidence) removes the old ones, which are not of these snapshots."""
+        path, known = self.settings.places.recorded_keys, self.session.evidence.keys
+        if known is None:
+            if path.is_file():
+                path.unlink()
+                self.summary.append(
+                    f"removed {relative(path, self.config.rootpath)}: this update knew no "
+                    "claim's key (it ran without claimlog.evidence)"
+                )
+            return
+        keys = json.dumps(dict(sorted(known.items())), indent=1) + "\n"
         if not path.is_file() or path.read_text() != keys:
             atomic_write(path, keys)
 
@@ -377,6 +387,10 @@ class Controller:
             )
 
     def _record(self, session: pytest.Session) -> Record:
+        """What this session did, for `--record` (the runner's and the sweep's jobs')."""
+        from claimlog.evidence.keys import code_of
+        from claimlog.evidence.record import Record
+
         claims = self.claim_outcomes
         readings: dict[str, Reading] = {}
         tables: dict[str, Table] = {}
@@ -406,7 +420,7 @@ class Controller:
                 "summary": self.summary[0] if self.summary else "",
                 "complete": bool(self.log and self.log.complete),
             },
-            keys=dict(s.keys),
+            keys=dict(self.session.evidence.keys or {}),
             code=code_of(self.session.workshop),
         )
 
@@ -444,6 +458,8 @@ class Controller:
 
 
 def _result(claim: ClaimOutcome) -> ClaimResult:
+    from claimlog.evidence.record import ClaimResult
+
     return ClaimResult(
         claim.outcome,
         claim.owns,

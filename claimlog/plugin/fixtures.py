@@ -75,14 +75,14 @@ T = TypeVar("T")
 @pytest.fixture(scope="session")
 def fragility_table(pytestconfig: pytest.Config) -> Fragility:
     """The sweep's committed table: which readings travel, and how often bounds hold."""
-    return session_of(pytestconfig).fragility()
+    return session_of(pytestconfig).evidence.fragility()
 
 
 @pytest.fixture(scope="session")
 def platform_standing(pytestconfig: pytest.Config) -> Standing:
     """Where this session's platform stands with the evidence (`claimlog.evidence.verdicts`)."""
 
-    return session_of(pytestconfig).standing
+    return session_of(pytestconfig).evidence.standing
 
 
 @pytest.fixture(scope="session")

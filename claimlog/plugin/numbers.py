@@ -102,7 +102,7 @@ class NumberSnapshots:
         self._item = request.node
         self._session = session
         self._settings = session.settings
-        self._fragility = session.fragility()
+        self._fragility = session.evidence.fragility()
 
     @property
     def readings_name(self) -> str:
@@ -125,7 +125,7 @@ class NumberSnapshots:
 
     @property
     def standing(self) -> Standing:
-        return self._session.standing
+        return self._session.evidence.standing
 
     def _checked_by_regressions(self) -> bool:
         """Whether pytest-regressions is handed this run's numbers: under --snapshot-update
@@ -185,7 +185,7 @@ class NumberSnapshots:
     def _apart(self, points: Sequence[object]) -> bool:
         """Whether a table that moved on the reference, its claim unedited, moved because
         this machine computes otherwise than the record knows (`examined`)."""
-        edited = self._session.edited_since_recorded(self._item.nodeid)
+        edited = self._session.evidence.edited_since_recorded(self._item.nodeid)
         return (
             bool(points) and self.standing.kind == REFERENCE and edited is False and self.examined()
         )

@@ -27,8 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from claimlog.declaration import Declaration
-from claimlog.evidence.fragments import seed_variant_name
+from claimlog.declaration import Declaration, seed_variant_name
 from claimlog.log.lines import Log
 from claimlog.machine import use_threads
 from claimlog.places import Places
@@ -51,7 +50,6 @@ class Settings:
     native_kernels: bool  # --native-kernels: the machine's own kernels, not the reference
     kernels: Mapping[str, str]  # who chose each kernel variable: "user", "reference", "machine"
     seeds: Mapping[str, int | None]  # each seed axis the workshop declares: --<axis>-seed K
-    keys: Mapping[str, str]  # each claim's key in this checkout (`claimlog.evidence.fragments`)
     record: Path | None
     figures: bool = True  # False under --no-figures: what a figure plots is checked, not drawn
     alone: bool = False  # --train-alone: no runs trained together (`Declaration.together`)
@@ -280,12 +278,10 @@ def places_of(config: pytest.Config) -> Places:
     return Places(config.rootpath, str(config.getini("claimlog_obtained") or "obtained"))
 
 
-def read_settings(
-    config: pytest.Config, workshop: Declaration, keys: Mapping[str, str]
-) -> Settings:
-    """The options, read once into `Settings` (each claim's evidence `keys` found by the
-    session); refused with a usage error naming the option where they cannot work together.
-    Sets the kernels and the thread count of this process (and those it starts)."""
+def read_settings(config: pytest.Config, workshop: Declaration) -> Settings:
+    """The options, read once into `Settings`; refused with a usage error naming the option
+    where they cannot work together. Sets the kernels and the thread count of this process
+    (and those it starts)."""
     threads = config.getoption("claimlog_torch_threads")
     if threads < 1:
         raise pytest.UsageError(f"--torch-threads must be at least 1, got {threads}")
@@ -339,7 +335,6 @@ def read_settings(
         native_kernels=native,
         kernels=origins,
         seeds=seeds,
-        keys=keys,
         record=_path(config.getoption("claimlog_record")),
         figures=not config.getoption("claimlog_no_figures"),
         alone=bool(config.getoption("claimlog_train_alone")),

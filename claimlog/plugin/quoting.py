@@ -138,10 +138,10 @@ class Quoted:
         # has no text of its own.
         self._text = request.getfixturevalue("snapshot") if self._owns else None
         self._settings = session.settings
-        self._fragility = session.fragility()
+        self._fragility = session.evidence.fragility()
         self._log = session.log
         self._numbers = NumberSnapshots(request, session)
-        self._edited = session.edited_since_recorded(self._item.nodeid)
+        self._edited = session.evidence.edited_since_recorded(self._item.nodeid)
 
     @property
     def _snapshot(self) -> Any:

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
+from claimlog.declaration import seed_variant_name
 from claimlog.evidence.fragility import Fragility, listed
-from claimlog.evidence.fragments import seed_variant_name
 from claimlog.evidence.verdicts import Moved
 from claimlog.log.lines import PLOT, Log
 from claimlog.log.readings import Reading
@@ -93,7 +93,7 @@ def render_claims_report(
     `features`: what the feature plugins add, in Markdown (with --workshop: what the text
     cites, what an update did to it, the numbers of its prose that cite no line)."""
     settings, root, workshop = session.settings, session.config.rootpath, session.workshop
-    fragility, stale = session.fragility(), session.stale_claims()
+    fragility, stale = session.evidence.fragility(), session.evidence.stale_claims()
     layout = session.log
     published = session.published  # read and checked as the session configured
     counts = {s: sum(1 for c in claims.values() if c.status == s) for s in STATUSES}
@@ -177,7 +177,8 @@ def _claim(
     published: Mapping[str, Reading],
     report: Path,
 ) -> list[str]:
-    settings, fragility, seeds = session.settings, session.fragility(), session.workshop.seeds
+    settings, seeds = session.settings, session.workshop.seeds
+    fragility = session.evidence.fragility()
     lines = claim.owns and ", ".join(str(session.log.line_number(k)) for k in claim.owns)
     out = [
         "",
@@ -367,7 +368,7 @@ class Reports:
         the core's wrapper, which puts the claim's payloads on the report)."""
         report = yield
         if self.html and report.when == "call":
-            html_extras(item, report, self.session.settings, self.session.fragility())
+            html_extras(item, report, self.session.settings, self.session.evidence.fragility())
         return report
 
     @pytest.hookimpl(optionalhook=True)

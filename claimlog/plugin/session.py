@@ -11,12 +11,13 @@ It holds
 - **the settings** (`claimlog.plugin.options.Settings`), read once at configure;
 - **the platform** this process computes on, found once per process (torch's facts and the
   bits of the workshop's kernels, kept in pytest's cache: a warm session imports no torch to
-  know it), and where it stands with the evidence (`Standing`: the reference, a platform a
-  fragment holds, or new). Without a readable reference identity no run could stand as the
+  know it). Without a readable reference identity no run could stand as the
   reference, so a missing or damaged `snapshots/environment.json` stops the session before
   any claim runs (but an update, which writes it);
-- **the evidence**: the sweep's committed table, and its fresh part (only the evidence of
-  claims whose key is still this checkout's is read: `claimlog.evidence.fragments`);
+- **the evidence** (`Evidence`): where the platform stands with it (`Standing`: the
+  reference, a platform a fragment holds, or new), each claim's key, the sweep's table. The
+  core's knows none (the reference or new, by the record alone); the feature plugin
+  `claimlog.evidence` gives the session the sweep's (`claimlog.plugin.standing`);
 - **the update**, as one transaction (`claimlog.transaction.Update`): begun at configure,
   committed or rolled back at the session's end; and what a killed one left, put back;
 - **what every process did**: the results it computed, reused or found damaged (`Event`s),
@@ -39,12 +40,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from claimlog.declaration import Declaration, Training
-from claimlog.evidence.fragility import Fragility
-from claimlog.evidence.fragility import load as load_fragility
-from claimlog.evidence.fragments import FragmentStore, claim_of, seed_variant_name
-from claimlog.evidence.keys import claim_keys
-from claimlog.evidence.verdicts import HELD, NEW, REFERENCE, Standing
+from claimlog.declaration import Declaration, Training, seed_variant_name
+from claimlog.evidence.fragility import EMPTY, Fragility
+from claimlog.evidence.verdicts import NEW, REFERENCE, Standing
 from claimlog.kernels import (
     NotDeterministic,
     fingerprint,
@@ -74,7 +72,6 @@ if TYPE_CHECKING:
     from claimlog.transaction import Update
 
 RUNS_CACHE = "runs"  # a workshop's trained runs, in pytest's cache: "<name>-runs"
-CLAIM_KEYS_CACHE = "claim-keys"  # each claim's evidence key, in pytest's cache
 
 # What an xdist worker ships to the controller in its `workeroutput` (built-in types only).
 PLATFORM_OUTPUT = "claimlog_platform"  # the platform it computed on
@@ -102,9 +99,9 @@ class ClaimSession:
         self._facts: dict[str, str] | None = None
         self._kernel_bits: dict[str, str] | None = None
         self._platform: Platform | None = None
-        self._standing: Standing | None = None
-        self._fragility: Fragility | None = None
-        self._fresh: Fragility | None = None
+        # What this session knows of the sweep's evidence: none, unless the feature plugin
+        # `claimlog.evidence` gives it the sweep's as the session configures.
+        self.evidence = Evidence(self)
 
     # -- the workshop and the options ------------------------------------------------------
     @cached_property
@@ -138,7 +135,7 @@ class ClaimSession:
         controller = is_controller(config) and not config.option.help
         if controller:  # before anything reads the record: a killed update is undone first
             self._recover(places)
-        s = read_settings(config, self.workshop, self._evidence_keys(places))
+        s = read_settings(config, self.workshop)
         self._settings = s
         config.hook.pytest_claimlog_configure(session=self)  # the features this session uses
         if is_controller(config):
@@ -217,24 +214,6 @@ class ClaimSession:
         cache = getattr(self.config, "cache", None)
         return Store(cache.mkdir(TORCH_FACTS_FOLDER)) if cache is not None else None
 
-    def _evidence_keys(self, places: Places) -> dict[str, str]:
-        """Each claim's evidence key, found in pytest's cache where an earlier session (or
-        process of this one) kept them: slicing the code costs half a second a process."""
-        try:
-            return claim_keys(places, self.workshop, kept=self.kept_early(CLAIM_KEYS_CACHE))
-        except OSError:  # a cache this process cannot write: slice, as without one
-            return claim_keys(places, self.workshop)
-
-    def keep_evidence_keys(self) -> None:
-        """Keep the claims' keys for the next session, now that pytest's cache plugin has
-        made its folder (the first session of a checkout sliced them before it existed)."""
-        try:
-            store = self.kept(CLAIM_KEYS_CACHE)
-            if store is not None:
-                claim_keys(self.settings.places, self.workshop, kept=store)
-        except OSError:
-            pass  # an unwritable cache: the next session slices again
-
     def every_run_kept(self) -> bool:
         """Whether pytest's cache holds every run the workshop trains for this code, recipe
         and platform, as far as can be told without importing torch (the session itself
@@ -299,60 +278,6 @@ class ClaimSession:
             return read_reference(self.settings.places.environment)
         except UnreadableReference:
             return None
-
-    @property
-    def standing(self) -> Standing:
-        """This process's standing (found once per process)."""
-        if self._standing is None:
-            self._standing = find(self.platform, self.settings, self.reference())
-        return self._standing
-
-    def standing_json(self) -> dict[str, str]:
-        found = self.standing
-        return {"kind": found.kind, "platform": found.platform, "reference": found.reference}
-
-    # -- the evidence -------------------------------------------------------------------------
-    def committed_fragility(self) -> Fragility:
-        """The sweep's committed table as it is, of whichever experiment it measured."""
-        if self._fragility is None:
-            path = self.settings.places.fragility_json
-            workshop = self.workshop
-            self._fragility = load_fragility(path, workshop.sweep_command, workshop.seeds)
-        return self._fragility
-
-    def fragility(self) -> Fragility:
-        """The sweep's table, without the stale claims' readings: evidence of another
-        computation is no evidence for this one, and those readings are judged without it."""
-        if self._fresh is None:
-            self._fresh = self.committed_fragility().fresh(self.settings.keys)
-        return self._fresh
-
-    def evidence_changed(self) -> None:
-        """The sweep's evidence was written anew (an update brought it up to the checkout):
-        what this process read of it, and where its platform stood, is read again."""
-        self._fragility = self._fresh = self._standing = None
-
-    @cached_property
-    def _recorded_keys(self) -> dict[str, str] | None:
-        try:
-            found = json.loads(self.settings.places.recorded_keys.read_text())
-        except (OSError, ValueError):
-            return None  # recorded before the record kept its keys: nothing is known
-        return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else None
-
-    def edited_since_recorded(self, nodeid: str) -> bool | None:
-        """Whether the claim `nodeid`, or what it computes, changed since the update that
-        recorded the snapshots (`snapshots/keys.json`); None where that is not known (a
-        record that kept no keys, a claim it kept none of)."""
-        claim, recorded = claim_of(nodeid), self._recorded_keys
-        if recorded is None or claim not in recorded:
-            return None
-        return recorded[claim] != self.settings.keys.get(claim, "")
-
-    def stale_claims(self) -> list[str]:
-        """The claims whose evidence in the committed table is of another key than this
-        checkout's: their code, or what they compute, changed since the sweep."""
-        return self.committed_fragility().stale_claims(self.settings.keys)
 
     # -- the kernels an update records --------------------------------------------------------
     def records_kernels(self) -> bool:
@@ -511,7 +436,7 @@ class ClaimSession:
             KERNELS_OUTPUT: {name: list(kernels) for name, kernels in self.recorded.items()},
         }
         if not self.settings.update:
-            output[STANDING_OUTPUT] = self.standing_json()
+            output[STANDING_OUTPUT] = self.evidence.standing_json()
         return output
 
     def take_worker_output(self, output: dict[str, Any]) -> tuple[Platform | None, dict[str, str]]:
@@ -524,32 +449,81 @@ class ClaimSession:
         return (Platform.from_json(platform) if platform else None), output.get(STANDING_OUTPUT, {})
 
 
+class Evidence:
+    """What a session knows of the sweep's evidence, and so where its platform stands with it.
+
+    This one knows none, as under `-p no:claimlog.evidence`: the platform is the reference,
+    whose identity the record names, or new (its numbers may drift while each claim's
+    sentence holds); no reading has evidence, no claim a key, and nothing tells an edit
+    since the record from a platform's drift. The feature plugin `claimlog.evidence` puts
+    the sweep's in its place as the session configures (`claimlog.plugin.evidence`)."""
+
+    active = False  # whether the sweep's evidence is read (claims marked `evidence` need it)
+
+    def __init__(self, session: ClaimSession) -> None:
+        self.session = session
+        self._standing: Standing | None = None
+
+    @property
+    def keys(self) -> Mapping[str, str] | None:
+        """Each claim's key in this checkout, by claim; None where no key is known."""
+        return None
+
+    def fragility(self) -> Fragility:
+        """The sweep's table, without the readings of claims whose code changed since."""
+        return EMPTY
+
+    def committed_fragility(self) -> Fragility:
+        """The sweep's committed table, as it is."""
+        return EMPTY
+
+    def stale_claims(self) -> list[str]:
+        """The claims whose evidence is of other code than this checkout's."""
+        return []
+
+    def edited_since_recorded(self, nodeid: str) -> bool | None:
+        """Whether the claim `nodeid` changed since the snapshots were recorded (None: not
+        known)."""
+        return None
+
+    @property
+    def standing(self) -> Standing:
+        """Where this process's platform stands (found once per process, or again after
+        `changed`)."""
+        if self._standing is None:
+            self._standing = self.find()
+        return self._standing
+
+    def find(self) -> Standing:
+        """Where this platform stands: `reference_or_new`, nothing else being known."""
+        session = self.session
+        return reference_or_new(session.platform, session.settings, session.reference())
+
+    def standing_json(self) -> dict[str, str]:
+        found = self.standing
+        return {"kind": found.kind, "platform": found.platform, "reference": found.reference}
+
+    def changed(self) -> None:
+        """The evidence was written anew: where the platform stands is found again."""
+        self._standing = None
+
+
+def reference_or_new(here: Platform, s: Settings, recorded: Platform | None) -> Standing:
+    """The standing of the platform `here` in a session with settings `s`, whose reference
+    identity is `recorded`, as far as the record alone says: the reference, where `here` is
+    its identity at the workshop's own seeds; else new."""
+    reference = recorded.id if recorded else ""
+    if seed_variant_name(s.seeds) is None and here.id == reference:
+        return Standing(REFERENCE, here.id, reference, s.strict)
+    return Standing(NEW, here.id, reference, s.strict)
+
+
 SESSION = pytest.StashKey[ClaimSession]()
 
 
 def session_of(config: pytest.Config) -> ClaimSession:
     """The claimlog session of `config` (made as pytest starts, where a workshop is declared)."""
     return config.stash[SESSION]
-
-
-def find(here: Platform, s: Settings, recorded: Platform | None) -> Standing:
-    """The standing of the platform `here` for a session with settings `s`, whose reference
-    identity is `recorded`."""
-    reference = recorded.id if recorded else ""
-    variant = seed_variant_name(s.seeds)
-    if variant is None and here.id == reference:
-        return Standing(REFERENCE, here.id, reference, s.strict)
-    fragment = FragmentStore(s.places.fragments, s.keys).at_seeds(here.id, variant)
-    if fragment is None:
-        return Standing(NEW, here.id, reference, s.strict)
-    return Standing(
-        HELD,
-        here.id,
-        reference,
-        s.strict,
-        readings={name: r.as_float() for name, r in fragment.readings.items()},
-        tables=fragment.tables,
-    )
 
 
 def _pytest_cache(config: pytest.Config) -> Path | None:

@@ -9,8 +9,8 @@ from collections import Counter
 
 import pytest
 
+from claimlog.declaration import seed_variant_name
 from claimlog.evidence.fragility import EMPTY
-from claimlog.evidence.fragments import seed_variant_name
 from claimlog.evidence.verdicts import HELD, NEW, REFERENCE
 from claimlog.kernels import differing, family, reference_kernels
 from claimlog.platform import Platform
@@ -52,7 +52,8 @@ def apart(session: ClaimSession) -> str:
 def header_line(session: ClaimSession) -> str:
     """ "bnvg: the reference platform (...); the evidence is fresh; a full run (...)"."""
     s, sweep = session.settings, session.workshop.sweep_command
-    here, kind = session.platform, session.standing.kind
+    evidence = session.evidence
+    here, kind = session.platform, evidence.standing.kind
     if s.update:
         where = f"an update on {here.describe()}: the snapshots will hold its numbers"
     elif kind == REFERENCE:
@@ -74,24 +75,26 @@ def header_line(session: ClaimSession) -> str:
     seeds = seed_variant_name(s.seeds)
     if seeds is not None:
         where += f"; at {seeds}, another experiment than the workshop's"
-    stale = session.stale_claims()
-    if stale:
-        n = len(session.committed_fragility().stale_readings(s.keys))
-        evidence = (
+    stale = evidence.stale_claims()
+    if not evidence.active:
+        said = "the evidence is not read (-p no:claimlog.evidence)"
+    elif stale:
+        n = len(evidence.committed_fragility().stale_readings(evidence.keys or {}))
+        said = (
             f"the evidence of {len(stale)} claim{'s' if len(stale) != 1 else ''} ({n} "
             "readings) is stale" + ("" if s.update else f": {sweep} computes only them")
             # An update says in a line of its own whether it computes it first.
         )
-    elif session.committed_fragility() is EMPTY:
-        evidence = f"no evidence yet ({sweep})"
+    elif evidence.committed_fragility() is EMPTY:
+        said = f"no evidence yet ({sweep})"
     else:
-        evidence = "the evidence is fresh"
+        said = "the evidence is fresh"
     run = (
         "a narrowed run (its log never replaces a complete one)"
         if narrowed(session.config)
         else "a full run"
     )
-    return f"{session.workshop.name}: {where}; {evidence}; {run}"
+    return f"{session.workshop.name}: {where}; {said}; {run}"
 
 
 # -- saying what happened ----------------------------------------------------------------
@@ -173,6 +176,8 @@ def summarize(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
 FEATURES = {
     "claimlog.text": "the workshop's text: --workshop, its citations and notebooks",
     "claimlog.reports": "the reports: --claims-report, pytest-html's claim column",
+    "claimlog.evidence": "the sweep's evidence: its tables, the platforms it holds, the claims' "
+    "keys (claims marked `evidence` are skipped)",
     "claimlog.sweep": "the update's sweep of the stale evidence",
 }
 
@@ -406,11 +411,12 @@ def _say_platform(c: Controller, terminalreporter: pytest.TerminalReporter) -> N
 def _say_stale_evidence(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
     """The claims whose evidence is of another key than this checkout's: what is not read,
     and the one command that computes only that again."""
-    stale = c.session.stale_claims()
+    evidence = c.session.evidence
+    stale = evidence.stale_claims()
     if not stale:
         return
-    table = c.session.committed_fragility()
-    readings = table.stale_readings(c.settings.keys)
+    table = evidence.committed_fragility()
+    readings = table.stale_readings(evidence.keys or {})
     write = terminalreporter.write_line
     terminalreporter.write_sep("-", "the evidence is stale")
     n = len(stale)

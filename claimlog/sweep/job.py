@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from claimlog.declaration import Together, declared_in, package_in
-from claimlog.evidence.fragments import Variant, claim_of, from_record
+from claimlog.evidence.fragments import Variant, from_record
+from claimlog.evidence.keys import claim_of
 from claimlog.evidence.record import Record
 from claimlog.kernels import fingerprint, kernel_bits, reference_kernels
 from claimlog.machine import TORCH_FACTS_FOLDER, import_torch, torch_facts

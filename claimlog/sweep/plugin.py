@@ -59,7 +59,7 @@ class UpdateSweep:
     def _may_sweep(self, config: pytest.Config) -> bool:
         """Whether this session is one whose evidence this plugin brings up to date: a full
         update of the workshop's own seeds, on the controller, not told --no-sweep."""
-        from claimlog.evidence.fragments import seed_variant_name
+        from claimlog.declaration import seed_variant_name
         from claimlog.plugin.options import is_controller, narrowed
 
         seeds = {a: config.getoption(f"claimlog_{a}_seed") for a in self.session.workshop.seeds}
@@ -93,7 +93,7 @@ class UpdateSweep:
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         if not self.session.configured or not self.session.settings.update:
             return []
-        stale = self.session.stale_claims()
+        stale = self.session.evidence.stale_claims()
         if not stale:
             return []
         name = self.session.workshop.name

@@ -52,7 +52,7 @@ def bring_up_to_date(claims: ClaimSession, session: pytest.Session) -> None:
     places, workshop = s.places, claims.workshop
     # What the committed tables say is stale: once merged, a claim no fragment holds fresh
     # (only machines this one cannot be hold it) is not asked for again by the next update.
-    stale = claims.stale_claims()
+    stale = claims.evidence.stale_claims()
     if not stale:
         return
     if reporter is not None:
@@ -65,7 +65,8 @@ def bring_up_to_date(claims: ClaimSession, session: pytest.Session) -> None:
     )
     cache = getattr(session.config, "cache", None)
     kept = Store(cache.mkdir(claims.cache_folder(EVIDENCE_CACHE))) if cache else None
-    store = FragmentStore(places.fragments, s.keys, kept)
+    keys = claims.evidence.keys or {}
+    store = FragmentStore(places.fragments, keys, kept)
     restored = store.restore_kept()
     if restored:
         n = len(restored)
@@ -95,7 +96,7 @@ def bring_up_to_date(claims: ClaimSession, session: pytest.Session) -> None:
         )
     from claimlog.sweep import merge
 
-    for line in merge.retire_stale(places, FragmentStore(places.fragments, s.keys)):
+    for line in merge.retire_stale(places, FragmentStore(places.fragments, keys)):
         say(line)
     try:
         said = merge.merge_and_write(places, workshop)
@@ -103,7 +104,7 @@ def bring_up_to_date(claims: ClaimSession, session: pytest.Session) -> None:
         raise session.Failed(f"the evidence could not be merged: {error}") from None
     for line in said:
         say(line)
-    claims.evidence_changed()
+    claims.evidence.changed()
 
 
 def _seeds_held(places: Places) -> int:
