@@ -164,7 +164,7 @@ def torch_facts_key(environ: Mapping[str, str] = os.environ) -> str:
 
 
 def import_torch() -> Any:
-    """torch, computing with the session's thread count (`use_threads`): what the engine
+    """torch, computing with the session's thread count (`THREADS`): what the engine
     imports before it computes anything a workshop asks of it, so that a workshop that
     imports torch itself computes with the count its platform names.
 
@@ -273,13 +273,7 @@ def simd_of(enabled: list[str]) -> str:
     return "baseline"
 
 
-THREADS = "CLAIMLOG_TORCH_THREADS"  # the intra-op thread count torch is to compute with
-
-
-def use_threads(threads: int) -> None:
-    """Compute with `threads` intra-op threads in this process, and in the processes it
-    starts: whoever imports torch first (a workshop's own module, or `ask_torch` here) tells
-    it the count; if it is imported already, it is told now. Does not import torch."""
-    os.environ[THREADS] = str(threads)
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(threads)
+# The intra-op thread count torch is to compute with, in this process and those it starts
+# (set with the reference kernels, by `claimlog.platform.apply`): whoever imports torch first
+# (a workshop's own module, or `import_torch` here) tells it the count.
+THREADS = "CLAIMLOG_TORCH_THREADS"

@@ -49,6 +49,7 @@ from __future__ import annotations
 import json
 import os
 import platform as _python_platform
+import sys
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field, replace
 from importlib import metadata
@@ -56,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from claimlog.machine import (
+    THREADS,
     ask_torch,
     cpu,
     has_avx2,
@@ -99,12 +101,22 @@ def _ours(env: Mapping[str, str]) -> dict[str, str]:
     return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
 
 
-def apply(native: bool = False, environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
+def apply(
+    native: bool = False,
+    environ: MutableMapping[str, str] | None = None,
+    threads: int | None = None,
+) -> dict[str, str]:
     """Set the reference kernels in `environ` (this process's environment by default) where
     the user has not set them; with `native`, leave torch's kernels to the machine (numpy's
-    cap stays: numpy cannot be told again once imported). Returns, per variable, who decided
-    it: "user", "reference" or "machine"."""
+    cap stays: numpy cannot be told again once imported). Given `threads`, torch's intra-op
+    thread count too (`THREADS`; a torch imported already is told at once). The one place
+    claimlog writes the environment, which the processes it starts inherit. Returns, per
+    kernel variable, who decided it: "user", "reference" or "machine"."""
     env = os.environ if environ is None else environ
+    if threads is not None:
+        env[THREADS] = str(threads)
+        if environ is None and "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(threads)
     # What a parent claimlog process set is no user's choice: torch's part is decided again here
     # (this session's options may differ); numpy's is the same for the same numpy, and kept
     # rather than asked of numpy again. A value changed since (a caller's `env=`) is someone's

@@ -374,6 +374,58 @@ def test_a_warm_claims_session_imports_little_of_the_engine(selection):
     assert share / total <= IMPORTED_AT_MOST, sorted(imported & set(ENGINE_MODULES))
 
 
+def _writes(tree, target):
+    """The lines where `tree` changes `target` ("os.environ", "config.option"): an item or
+    attribute assigned or deleted, or a mutating method called (`update`, `pop`, ...), on
+    it or on a name it is handed to (`env = os.environ if environ is None else environ`)."""
+    mutating = {"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"}
+
+    def names(value):
+        found = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+        return {ast.unparse(v) for v in found}
+
+    aliases = {target} | {
+        node.targets[0].id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Name)
+        and target in names(node.value)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript | ast.Attribute) and isinstance(
+            node.ctx, ast.Store | ast.Del
+        ):
+            changed = ast.unparse(node.value)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            changed = ast.unparse(node.func.value) if node.func.attr in mutating else ""
+        else:
+            continue
+        if any(changed == a or changed.endswith(f".{a}") for a in aliases):
+            yield node.lineno
+
+
+def test_options_only_read_and_the_environment_is_written_in_one_place():
+    """Issue 60: no hidden effects. Only `claimlog.platform.apply` writes the environment
+    (the reference kernels and torch's thread count, which the summary names). Reading the
+    options changes nothing: another plugin's option is set in two places of the core, each
+    saying why (the session's configure tells pytest-regressions that --snapshot-update
+    regenerates its files; the controller keeps syrupy from deleting, in an update a claim
+    failed, the snapshot the failing claim never read)."""
+    environment = {
+        m for m, p in ENGINE_MODULES.items() if any(_writes(ast.parse(p.read_text()), "os.environ"))
+    }
+    assert environment == {"claimlog.platform"}
+    tree = ast.parse(ENGINE_MODULES["claimlog.platform"].read_text())
+    apply = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "apply")
+    assert set(_writes(tree, "os.environ")) == set(_writes(apply, "os.environ"))
+    options = {
+        m
+        for m, p in ENGINE_MODULES.items()
+        if any(_writes(ast.parse(p.read_text()), "config.option"))
+    }
+    assert options == {"claimlog.plugin.session", "claimlog.plugin.controller"}
+
+
 def test_only_the_plugins_and_the_runner_import_pytest():
     """claimlog's plugin, the update's sweep (a plugin of its own, `-p no:claimlog.sweep`) and
     the workshop's own (its fixtures); the runner starts claims sessions (a sweep's worker

@@ -7,6 +7,8 @@ import textwrap
 import pytest
 
 from bnvg.log.layout import log as bnvg_log
+from claimlog.machine import THREADS
+from claimlog.platform import SET_BY_CLAIMLOG
 from claimlog.plugin.outcomes import NOT_VERIFIED
 from claimlog.store import atomic_write
 
@@ -430,4 +432,34 @@ def test_the_evidence_is_a_plugin_of_its_own_and_a_claim_that_reads_it_is_skippe
     assert not keys.exists()
     updated.stdout.fnmatch_lines(
         ["*removed snapshots/keys.json: this update knew no claim's key (it ran without *"]
+    )
+
+
+def test_the_summary_names_what_claimlog_set_in_the_environment_and_what_it_left(
+    suite, pytester, monkeypatch
+):
+    """Issue 60: the environment is set in one place, and the summary says what: the
+    reference kernels and torch's thread count, each as a shell would set it, and the
+    variables the user set, which claimlog leaves as they are."""
+    suite(("split", ["S1 split"]))
+    pytester.runpytest("-p", "no:randomly", "--snapshot-update").assert_outcomes(passed=1)
+    run = pytester.runpytest("-p", "no:randomly")
+    run.stdout.fnmatch_lines(
+        [
+            "claimlog set, for this run and the processes it starts: ATEN_CPU_CAPABILITY=avx2 "
+            "MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=AVX2 *CLAIMLOG_TORCH_THREADS=1"
+        ]
+    )
+    # Put back after the test: claimlog's note of what it set, which a session under a
+    # user's MKL_CBWR rewrites, and the thread count, for the sessions after it here.
+    for name in (SET_BY_CLAIMLOG, THREADS):
+        monkeypatch.setenv(name, os.environ[name])
+    monkeypatch.setenv("MKL_CBWR", "AUTO")
+    run = pytester.runpytest("-p", "no:randomly", "--torch-threads", "2")
+    run.stdout.fnmatch_lines(
+        [
+            "claimlog set, for this run and the processes it starts: ATEN_CPU_CAPABILITY=avx2 "
+            "ONEDNN_MAX_CPU_ISA=AVX2 *CLAIMLOG_TORCH_THREADS=2 (yours, left as set: "
+            "MKL_CBWR=AUTO)"
+        ]
     )

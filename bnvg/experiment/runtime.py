@@ -3,7 +3,8 @@
 Every module of bnvg that computes with torch imports it from here
 (`from bnvg.experiment.runtime import torch`), so whichever imports torch first sets the
 thread count before anything is computed: the thread count changes the training-end numbers.
-The session chooses it with `claimlog.machine.use_threads` before any claim runs.
+The session chooses it, with the reference kernels, before any claim runs
+(`claimlog.platform.apply`).
 """
 
 from __future__ import annotations

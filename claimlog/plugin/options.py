@@ -20,19 +20,15 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from claimlog.declaration import Declaration, seed_variant_name
 from claimlog.log.lines import Log
-from claimlog.machine import use_threads
 from claimlog.places import Places
-from claimlog.platform import VARIABLES
-from claimlog.platform import apply as apply_kernels
 
 # -- options and settings -------------------------------------------------------------------
 UPDATE_COMMAND = "pytest claims/ --snapshot-update"
@@ -48,11 +44,13 @@ class Settings:
     recompute: bool  # --recompute or --strict-numbers: train every run again
     torch_threads: int
     native_kernels: bool  # --native-kernels: the machine's own kernels, not the reference
-    kernels: Mapping[str, str]  # who chose each kernel variable: "user", "reference", "machine"
     seeds: Mapping[str, int | None]  # each seed axis the workshop declares: --<axis>-seed K
     record: Path | None
     figures: bool = True  # False under --no-figures: what a figure plots is checked, not drawn
     alone: bool = False  # --train-alone: no runs trained together (`Declaration.together`)
+    # Who chose each kernel variable ("user", "reference", "machine"), as the session set the
+    # environment from these settings (`ClaimSession.configure`).
+    kernels: Mapping[str, str] = field(default_factory=dict)
 
 
 def is_controller(config: pytest.Config) -> bool:
@@ -293,21 +291,7 @@ def read_settings(config: pytest.Config, workshop: Declaration) -> Settings:
                 f"{flag} would update the stored numbers but not the text that quotes them: "
                 f"use `{UPDATE_COMMAND}`, which updates both"
             )
-    # Before anything imports torch: ATen, MKL and oneDNN read their variables as they start.
-    native = bool(config.getoption("claimlog_native_kernels"))
-    before = {name: os.environ.get(name) for name in VARIABLES}
-    origins = apply_kernels(native=native)
-    changed = [name for name, value in before.items() if os.environ.get(name) != value]
-    if "torch" in sys.modules and changed:
-        config.issue_config_time_warning(
-            pytest.PytestConfigWarning(
-                f"torch was imported before claimlog could set {', '.join(changed)}: set them in "
-                "the environment yourself, or the numbers may be this machine's own"
-            ),
-            stacklevel=2,
-        )
     update = bool(getattr(config.option, "update_snapshots", False))
-    config.option.regen_all = update
     places = places_of(config)
     seeds = seeds_given(config, workshop)
     seeded = [f"--{axis}-seed" for axis, seed in seeds.items() if seed is not None]
@@ -318,10 +302,6 @@ def read_settings(config: pytest.Config, workshop: Declaration) -> Settings:
             f"scratch copies ({workshop.sweep_command})"
         )
     results_log, diagrams = _outputs(config, places, update, seeds, workshop.name)
-    # One intra-op thread in every process that computes: the thread count changes the
-    # training-end numbers. torch is told it when it is imported (`machine.import_torch`),
-    # so a session that computes nothing never imports it.
-    use_threads(threads)
     return Settings(
         places=places,
         results_log=results_log,
@@ -332,8 +312,7 @@ def read_settings(config: pytest.Config, workshop: Declaration) -> Settings:
             config.getoption("claimlog_recompute") or config.getoption("claimlog_strict_numbers")
         ),
         torch_threads=threads,
-        native_kernels=native,
-        kernels=origins,
+        native_kernels=bool(config.getoption("claimlog_native_kernels")),
         seeds=seeds,
         record=_path(config.getoption("claimlog_record")),
         figures=not config.getoption("claimlog_no_figures"),

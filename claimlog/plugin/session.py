@@ -32,8 +32,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import sys
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,7 +57,7 @@ from claimlog.log.lines import Log, PublishedLogError
 from claimlog.log.readings import Reading
 from claimlog.machine import TORCH_FACTS_FOLDER, import_torch, kept_torch_facts, torch_facts
 from claimlog.places import Places
-from claimlog.platform import Platform, UnreadableReference, read_reference
+from claimlog.platform import VARIABLES, Platform, UnreadableReference, apply, read_reference
 from claimlog.plugin.options import (
     UPDATE_COMMAND,
     Settings,
@@ -136,7 +139,11 @@ class ClaimSession:
         if controller:  # before anything reads the record: a killed update is undone first
             self._recover(places)
         s = read_settings(config, self.workshop)
-        self._settings = s
+        # The session's two effects beyond itself, here and nowhere else: the environment
+        # its computations run in, and pytest-regressions told that --snapshot-update (one
+        # command for both snapshot libraries) regenerates its files, as --regen-all would.
+        s = self._settings = replace(s, kernels=set_environment(config, s))
+        config.option.regen_all = s.update
         config.hook.pytest_claimlog_configure(session=self)  # the features this session uses
         if is_controller(config):
             refuse_unwritable(s)
@@ -524,6 +531,26 @@ SESSION = pytest.StashKey[ClaimSession]()
 def session_of(config: pytest.Config) -> ClaimSession:
     """The claimlog session of `config` (made as pytest starts, where a workshop is declared)."""
     return config.stash[SESSION]
+
+
+def set_environment(config: pytest.Config, s: Settings) -> dict[str, str]:
+    """Set the reference kernels (`claimlog.platform.apply`, which the summary names) and
+    torch's thread count for this process and those it starts, before anything imports torch:
+    ATen, MKL and oneDNN read their variables as they start, and the thread count changes the
+    training-end numbers. A torch imported already computes with its own choice: said as a
+    warning. Returns who chose each kernel variable."""
+    before = {name: os.environ.get(name) for name in VARIABLES}
+    origins = apply(native=s.native_kernels, threads=s.torch_threads)
+    changed = [name for name, value in before.items() if os.environ.get(name) != value]
+    if "torch" in sys.modules and changed:
+        config.issue_config_time_warning(
+            pytest.PytestConfigWarning(
+                f"torch was imported before claimlog could set {', '.join(changed)}: set them in "
+                "the environment yourself, or the numbers may be this machine's own"
+            ),
+            stacklevel=2,
+        )
+    return origins
 
 
 def _pytest_cache(config: pytest.Config) -> Path | None:

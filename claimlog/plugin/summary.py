@@ -5,6 +5,8 @@ computed and what drifted, whether the sweep's evidence is stale).
 
 from __future__ import annotations
 
+import os
+import shlex
 from collections import Counter
 
 import pytest
@@ -13,9 +15,10 @@ from claimlog.declaration import seed_variant_name
 from claimlog.evidence.fragility import EMPTY
 from claimlog.evidence.verdicts import HELD, NEW, REFERENCE
 from claimlog.kernels import differing, family, reference_kernels
-from claimlog.platform import Platform
+from claimlog.machine import THREADS
+from claimlog.platform import REFERENCE_DEFAULT, USER, Platform
 from claimlog.plugin.controller import Controller
-from claimlog.plugin.options import narrowed
+from claimlog.plugin.options import Settings, narrowed
 from claimlog.plugin.session import ClaimSession
 from claimlog.store import APART, COMPUTED, DAMAGED, REUSED
 
@@ -353,6 +356,7 @@ def _say_platform(c: Controller, terminalreporter: pytest.TerminalReporter) -> N
             "Record the reference again where it computes (pytest claims/ --snapshot-update "
             "there) to hear these kernels in its record."
         )
+        write(environment_set(c.settings))
         return
     if kind == REFERENCE:
         terminalreporter.write_sep("-", "the reference platform")
@@ -406,6 +410,21 @@ def _say_platform(c: Controller, terminalreporter: pytest.TerminalReporter) -> N
         )
         for line in drift:
             write(f"  {line}")
+    write(environment_set(c.settings))
+
+
+def environment_set(s: Settings) -> str:
+    """What claimlog set in the environment of this session's processes (`ClaimSession.
+    configure`, the one place it does), and what it left as the user had set it."""
+
+    def assigned(name: str) -> str:  # as a shell takes it back
+        return f"{name}={shlex.quote(os.environ.get(name, ''))}"
+
+    ours = [assigned(n) for n, who in s.kernels.items() if who == REFERENCE_DEFAULT]
+    ours.append(f"{THREADS}={s.torch_threads}")
+    yours = [assigned(n) for n, who in s.kernels.items() if who == USER]
+    said = f"claimlog set, for this run and the processes it starts: {' '.join(ours)}"
+    return said + (f" (yours, left as set: {' '.join(yours)})" if yours else "")
 
 
 def _say_stale_evidence(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
