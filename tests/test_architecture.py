@@ -426,6 +426,25 @@ def test_options_only_read_and_the_environment_is_written_in_one_place():
     assert options == {"claimlog.plugin.session", "claimlog.plugin.controller"}
 
 
+def test_the_session_holds_each_concept_in_one_member_and_at_most_12():
+    """Issue 60: `ClaimSession` is no longer the object that holds everything (36 public
+    members before): the platform, pytest's cache, the kernels, the evidence and the update
+    are each one member, an object of its own."""
+    tree = ast.parse(ENGINE_MODULES["claimlog.plugin.session"].read_text())
+    session = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ClaimSession")
+    methods = {n.name for n in session.body if isinstance(n, ast.FunctionDef)}
+    attributes = {
+        n.attr
+        for n in ast.walk(session)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == "self"
+        and isinstance(n.ctx, ast.Store)
+    }
+    members = sorted(m for m in methods | attributes if not m.startswith("_"))
+    assert len(members) <= 12, members
+
+
 def test_only_the_plugins_and_the_runner_import_pytest():
     """claimlog's plugin, the update's sweep (a plugin of its own, `-p no:claimlog.sweep`) and
     the workshop's own (its fixtures); the runner starts claims sessions (a sweep's worker

@@ -11,7 +11,9 @@ used), the fixtures and the workshop's own plugins. The modules of the plugin:
 
 - `options`: the command line and the markers, read once into the session's `Settings`;
 - `session`: the `ClaimSession`: the workshop, the settings, the platform this process
-  computes on and where it stands with the evidence (reference, held, new), the update;
+  computes on, pytest's cache, the evidence (where the platform stands: reference, held,
+  new), the update;
+- `recording`: the kernels the computations call, recorded by a full update;
 - `outcomes`: the channel a claim's reports carry to the controller, and what the controller
   learns of each claim; the log the passing claims verify;
 - `quoting`: `quoted`, a claim's readings and lines checked against the two snapshot
@@ -168,7 +170,8 @@ class Claims:
         session = self.session
         if not session.configured:
             return []
-        lines = [session.recovered] if session.recovered else []
+        recovered = session.updating.recovered
+        lines = [recovered] if recovered else []
         if runs_claims(config):
             from claimlog.plugin.summary import header_line
 
@@ -275,11 +278,13 @@ class Claims:
         controller = self._controller()
         if controller is not None:
             controller.finish(session)
-            if claims.transaction is not None:
+            if claims.updating.transaction is not None:
                 controller.completed = not controller.rolls_back(session)
-                claims.end_update(controller.completed)
+                claims.updating.end(controller.completed)
         if hasattr(session.config, "workerinput"):
-            session.config.workeroutput.update(claims.worker_output())  # type: ignore[attr-defined]
+            from claimlog.plugin.session import worker_output
+
+            session.config.workeroutput.update(worker_output(claims))  # type: ignore[attr-defined]
 
     @pytest.hookimpl(tryfirst=True)  # before syrupy's report, which follows in its own section
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
@@ -292,7 +297,7 @@ class Claims:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         # An update whose session never finished (a usage error after it began) changes
         # nothing.
-        self.session.end_update(completed=False)
+        self.session.updating.end(completed=False)
         from claimlog.plugin.controller import CONTROLLER
 
         if CONTROLLER in config.stash:
@@ -310,14 +315,14 @@ def auto_num_workers(config: pytest.Config) -> int | None:
     run, the claims leave nothing worth a second process (other tests beside them, such as
     the project's own, still use every core). PYTEST_XDIST_AUTO_NUM_WORKERS still decides."""
     from claimlog.plugin.options import narrowed, only_claims, runs_claims
-    from claimlog.plugin.session import SESSION
+    from claimlog.plugin.session import SESSION, every_run_kept
 
     session = config.stash.get(SESSION, None)
     if session is None or os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
     if narrowed(config) and runs_claims(config):
         return 0
-    if only_claims(config) and session.every_run_kept():
+    if only_claims(config) and every_run_kept(session):
         return 0
     return None
 

@@ -46,7 +46,14 @@ from claimlog.plugin.options import (
     sentence_of,
 )
 from claimlog.plugin.outcomes import NOT_VERIFIED, ClaimOutcome, LogAssembly, assemble_log
-from claimlog.plugin.session import RUNS_CACHE, ClaimSession, holds_snapshots
+from claimlog.plugin.session import (
+    RUNS_CACHE,
+    ClaimSession,
+    holds_snapshots,
+    take_worker_output,
+)
+from claimlog.plugin.session import recipe as recipe_of
+from claimlog.plugin.session import training as training_of
 from claimlog.runs import TrainedRuns
 from claimlog.store import COMPUTED, REUSED, Event, atomic_write, relative
 
@@ -196,14 +203,15 @@ class Controller:
 
     def worker_done(self, node: Any) -> None:
         """An xdist worker finished: add the runs it trained and the platform it used."""
-        platform, standing = self.session.take_worker_output(getattr(node, "workeroutput", {}))
+        output = getattr(node, "workeroutput", {})
+        platform, standing = take_worker_output(self.session, output)
         self.platform = self.platform or platform
         self.standing = self.standing or dict(standing)
 
     def events_of(self, what: str, kind: str) -> list[Event]:
         """Every `what` ("computed", "reused", "damaged") of a `kind` this session, in any
         process (the session holds what its workers did)."""
-        return [e for e in self.session.events if e.what == what and e.kind == kind]
+        return [e for e in self.session.cache.events if e.what == what and e.kind == kind]
 
     def names_of(self, what: str, kind: str) -> list[str]:
         """Their names, each once (every xdist worker loads what it needs)."""
@@ -232,7 +240,7 @@ class Controller:
         evidence it could not compute), it was interrupted, or a computation was refused as
         not deterministic. An update is all or nothing."""
         unfinished = session.exitstatus != pytest.ExitCode.OK
-        return unfinished or bool(self.failed()) or bool(self.session.refused)
+        return unfinished or bool(self.failed()) or bool(self.session.recording.refused)
 
     def assemble(self) -> LogAssembly:
         """The log as this session has verified it so far."""
@@ -244,7 +252,7 @@ class Controller:
         s, root = self.settings, self.config.rootpath
         claims = self.claim_outcomes
         if self.platform is None and any(c.ran for c in claims.values()):
-            self.platform = self.session.platform
+            self.platform = self.session.here.platform
             if not s.update:
                 self.standing = self.session.evidence.standing_json()
         if any(c.owns and c.ran for c in claims.values()):
@@ -279,7 +287,7 @@ class Controller:
         if full and s.update and self.log is not None and self.log.complete and self.platform:
             self._record_reference(self.platform)
             self._record_keys()
-        elif s.update and self.session.reference() is None and holds_snapshots(s.places):
+        elif s.update and self.session.here.reference() is None and holds_snapshots(s.places):
             # The next run without --snapshot-update stops on it: say so now, and why.
             self.summary.append(
                 f"{relative(s.places.environment, root)} was not written: only a full update "
@@ -298,9 +306,9 @@ class Controller:
         platform the file keeps its bytes; another identity (another torch, say) is said,
         with both."""
         s = self.settings
-        before = self.session.reference()
-        store = self.session.platform_store()
-        bits = kernel_bits(self.session.recorded_kernels(), s.torch_threads, store)
+        before = self.session.here.reference()
+        store = self.session.cache.platform_store()
+        bits = kernel_bits(self.session.recording.recorded_kernels(), s.torch_threads, store)
         keyed_by = computed_on  # what the session kept its runs and results by
         computed_on = replace(computed_on, fingerprint=fingerprint(bits))
         now = Platform.from_json(computed_on.identity())
@@ -351,12 +359,12 @@ class Controller:
 
         used = {k: self.names_of(COMPUTED, k) + self.names_of(REUSED, k) for k in ("run", "result")}
         try:  # a copy in pytest's cache, never worth the update it would fail
-            recipe = session.recipe()
+            recipe = recipe_of(session)
             results = Computed.of(session, recipe, old)
             results.keep_also_as(Computed.of(session, recipe, new), used["result"])
-            store = session.kept(RUNS_CACHE)
+            store = session.cache.kept(RUNS_CACHE)
             if store is not None and session.workshop.training is not None:
-                training = session.training()
+                training = training_of(session)
                 runs = TrainedRuns(training, recipe, where=old.copy, store=store)
                 again = TrainedRuns(training, recipe, where=new.copy, store=store)
                 runs.keep_also_as(again, used["run"])
@@ -404,7 +412,7 @@ class Controller:
             citations={nodeid: _result(c) for nodeid, c in self.claims.items() if c.citation},
             readings=readings,
             tables=tables,
-            events=tuple(self.session.events),
+            events=tuple(self.session.cache.events),
             platform=self.platform.to_json() if self.platform else {},
             standing=self.standing,
             options={
@@ -442,7 +450,7 @@ class Controller:
     def _recipe_moved(self) -> list[Moved]:
         if self._recipe is None:
             self._recipe = []
-            transaction = self.session.transaction
+            transaction = self.session.updating.transaction
             places = self.settings.places
             record = places.results_log
             if transaction is not None:  # the record as it was before this update began

@@ -47,6 +47,8 @@ from claimlog.plugin.options import UPDATE_COMMAND, owned_keys
 from claimlog.plugin.outcomes import TITLE, channel
 from claimlog.plugin.quoting import Quoted, damage, extension_for, send_line
 from claimlog.plugin.session import RUNS_CACHE, ClaimSession, session_of
+from claimlog.plugin.session import recipe as recipe_of
+from claimlog.plugin.session import training as training_of
 from claimlog.runs import TrainedRuns, known_run
 from claimlog.store import (
     REUSED,
@@ -89,7 +91,7 @@ def platform_standing(pytestconfig: pytest.Config) -> Standing:
 def torch_platform(pytestconfig: pytest.Config) -> dict[str, str]:
     """What torch says of this session's platform: its version and ATen's kernels."""
 
-    return session_of(pytestconfig).facts()
+    return session_of(pytestconfig).here.facts()
 
 
 @pytest.fixture
@@ -174,8 +176,9 @@ class Computed:
         the workshop's code (`Declaration.computing`), its `recipe` and the platform."""
         code = source_digest(python_files(session.workshop.computing))
         inputs = {"source": code, "workshop": repr(recipe), **where}
-        memo = session.memo("results", "result")
-        return cls(memo, inputs, session.note_kernels, session.hearing)
+        memo = session.cache.memo("results", "result")
+        recording = session.recording
+        return cls(memo, inputs, recording.note_kernels, recording.hearing)
 
     def key(self, name: str) -> str:
         return digest(json.dumps({"result": name, **self.inputs}, sort_keys=True))
@@ -218,7 +221,7 @@ class Computed:
 def recipe(pytestconfig: pytest.Config) -> Any:
     """The workshop's recipe under this session's seeds (`Declaration.recipe`; the seed
     options, `--<axis>-seed K`, are the sweep's)."""
-    return session_of(pytestconfig).recipe()
+    return recipe_of(session_of(pytestconfig))
 
 
 @pytest.fixture(scope="session")
@@ -227,7 +230,7 @@ def computed(pytestconfig: pytest.Config, recipe: Any) -> Computed:
     cache (`<name>-results`) under a key of everything it depends on: the workshop's code
     (`Declaration.computing`), its recipe under this session's seeds and the platform."""
     session = session_of(pytestconfig)
-    return Computed.of(session, recipe, session.platform.cache_fields())
+    return Computed.of(session, recipe, session.here.platform.cache_fields())
 
 
 @pytest.fixture(scope="session")
@@ -257,7 +260,7 @@ def note_needed_runs(session: pytest.Session) -> None:
     for item in session.items:
         for name in declared_runs(item):
             try:
-                needed[known_run(session_of(session.config).training(), name)] = None
+                needed[known_run(training_of(session_of(session.config)), name)] = None
             except ValueError as error:
                 raise pytest.UsageError(f"{item.nodeid}: {error}") from None
     session.config.stash[NEEDED_RUNS] = tuple(needed)
@@ -291,7 +294,7 @@ def run_cache(
     of one shape are one unit of that work, trained at once, also in one process.
     """
     claims = session_of(pytestconfig)
-    events = claims.events
+    events = claims.cache.events
 
     def note(event: Event) -> None:
         if event.what == REUSED:  # when and on what it was trained, for the summary
@@ -301,25 +304,25 @@ def run_cache(
         events.append(event)
 
     worker = getattr(pytestconfig, "workerinput", None)
-    store = claims.kept(RUNS_CACHE)
+    store = claims.cache.kept(RUNS_CACHE)
     if store is None and worker is not None:
-        store = Store(tmp_path_factory.getbasetemp().parent / claims.cache_folder(RUNS_CACHE))
-    training = claims.training()
+        store = Store(tmp_path_factory.getbasetemp().parent / claims.cache.folder(RUNS_CACHE))
+    training = training_of(claims)
     needed: tuple[str, ...] = pytestconfig.stash.get(NEEDED_RUNS, ())
 
     def hear(name: str) -> AbstractContextManager[object]:
         """A run trained alone, heard as it trains where its kernels are to be recorded."""
         compute = partial(training.train, name, recipe, "")
-        return claims.hearing(f"run {name}", compute, trained.key(name))
+        return claims.recording.hearing(f"run {name}", compute, trained.key(name))
 
     def made(together: Callable[[], Together] | None) -> TrainedRuns:
         return TrainedRuns(
             training,
             recipe,
-            where=lambda: claims.platform.cache_fields(),  # torch's facts: kept
+            where=lambda: claims.here.platform.cache_fields(),  # torch's facts: kept
             store=store,
             on_event=note,
-            session=claims.session_id,
+            session=claims.cache.session_id,
             recompute=claims.settings.recompute,
             prepare=import_torch,
             together=together,
@@ -330,8 +333,8 @@ def run_cache(
     # A run whose kernels are to be recorded trains alone, heard from its first kernel to its
     # last (trained together, it would call its group's kernels, of other shapes): its
     # training is the one that runs anyway, so hearing it costs no second training.
-    hearing = claims.records_kernels() and any(
-        not claims.kernels_known(f"run {n}", trained.key(n)) for n in needed
+    hearing = claims.recording.records_kernels() and any(
+        not claims.recording.kernels_known(f"run {n}", trained.key(n)) for n in needed
     )
     together = None if claims.settings.alone or hearing else claims.workshop.together
     if together is not None:
@@ -365,7 +368,7 @@ class DeclaredRuns:
             )
         training = self._runs.training
         config = self._request.config
-        session_of(config).note_kernels(
+        session_of(config).recording.note_kernels(
             f"run {name}", lambda: training.train(name, self._recipe, ""), self._runs.key(name)
         )
         run = self._runs.get(name)
@@ -530,7 +533,7 @@ def diagrams_dir(pytestconfig: pytest.Config) -> Path:
 @pytest.fixture(scope="session")
 def drawings(pytestconfig: pytest.Config) -> Memo:
     """Drawings kept in pytest's cache folder (drawn every time under -p no:cacheprovider)."""
-    return session_of(pytestconfig).memo("figures", "figure")
+    return session_of(pytestconfig).cache.memo("figures", "figure")
 
 
 @pytest.fixture

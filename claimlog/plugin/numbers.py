@@ -194,9 +194,9 @@ class NumberSnapshots:
         """Where this run's fingerprint is the reference's and a number moved, its claim
         unedited: whether the computations this process asked for, heard here to their last
         kernel, call one the record never heard or one that gives other bits here
-        (`ClaimSession.examine`); each such kernel goes to the controller, which says this
+        (`KernelRecording.examine`); each such kernel goes to the controller, which says this
         machine is another platform."""
-        apart = self._session.examine()
+        apart = self._session.recording.examine()
         for said in apart:
             channel(self._item).append((EXAMINED, said))
         return bool(apart)

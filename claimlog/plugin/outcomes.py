@@ -60,7 +60,7 @@ REWRITE = "claimlog rewrite"  # under an update: a quote of the text rewritten (
 # Under an update: a quote not rewritten, and why: on purpose, or no longer true (Left as JSON).
 LEFT = "claimlog left"
 # Where the fingerprint is the reference's and a number moved: a kernel, heard here, that sets
-# this machine apart from the record (`ClaimSession.examine`), for people.
+# this machine apart from the record (`KernelRecording.examine`), for people.
 EXAMINED = "claimlog examined"
 
 

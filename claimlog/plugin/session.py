@@ -6,36 +6,41 @@ syrupy keeps its `SnapshotSession`. Whatever needs the workshop, the options or 
 session found is handed it; nothing of it is a module global, so a process may run several
 sessions of several workshops one after another (pytester does).
 
-It holds
-- **the workshop** (`ClaimSession.workshop`, its `Declaration`) and its log (`ClaimSession.log`);
-- **the settings** (`claimlog.plugin.options.Settings`), read once at configure;
-- **the platform** this process computes on, found once per process (torch's facts and the
-  bits of the workshop's kernels, kept in pytest's cache: a warm session imports no torch to
-  know it). Without a readable reference identity no run could stand as the
-  reference, so a missing or damaged `snapshots/environment.json` stops the session before
-  any claim runs (but an update, which writes it);
-- **the evidence** (`Evidence`): where the platform stands with it (`Standing`: the
-  reference, a platform a fragment holds, or new), each claim's key, the sweep's table. The
-  core's knows none (the reference or new, by the record alone); the feature plugin
-  `claimlog.evidence` gives the session the sweep's (`claimlog.plugin.standing`);
-- **the update**, as one transaction (`claimlog.transaction.Update`): begun at configure,
-  committed or rolled back at the session's end; and what a killed one left, put back;
-- **what every process did**: the results it computed, reused or found damaged (`Event`s),
-  the kernels an update's computations called (`claimlog.hearing.record`), the computations
-  refused as not deterministic; an xdist worker ships its own to the controller
-  (`ClaimSession.worker_output`);
+It holds, each concept in one member:
+- **the workshop** (`ClaimSession.workshop`, its `Declaration`), its log (`ClaimSession.log`)
+  and the numbers its published log prints (`ClaimSession.published`);
+- **the settings** (`claimlog.plugin.options.Settings`), read once at configure, where the
+  session also sets the environment its computations run in (`set_environment`);
+- **the platform** this process computes on (`ClaimSession.here`, a `ThisPlatform`), found
+  once per process (torch's facts and the bits of the workshop's kernels, kept in pytest's
+  cache: a warm session imports no torch to know it), and the reference's. Without a
+  readable reference identity no run could stand as the reference, so a missing or damaged
+  `snapshots/environment.json` stops the session before any claim runs (but an update,
+  which writes it);
+- **the evidence** (`ClaimSession.evidence`, an `Evidence`): where the platform stands with
+  it (`Standing`: the reference, a platform a fragment holds, or new), each claim's key, the
+  sweep's table. The core's knows none (the reference or new, by the record alone); the
+  feature plugin `claimlog.evidence` gives the session the sweep's
+  (`claimlog.plugin.standing`);
+- **the update** (`ClaimSession.updating`), as one transaction (`claimlog.transaction.Update`):
+  begun at configure, committed or rolled back at the session's end; and what a killed one
+  left, put back;
+- **pytest's cache** (`ClaimSession.cache`, a `SessionCache`): the workshop's folders there,
+  and what every process computed, reused or found damaged (`Event`s);
+- **the kernels** the computations call (`ClaimSession.recording`, a
+  `claimlog.plugin.recording.KernelRecording`): recorded by a full update, and those refused
+  as not deterministic. An xdist worker ships its events and kernels to the controller
+  (`worker_output`);
 and, beside it on the controller's config, the controller (claimlog/plugin/controller.py),
 which writes the session's files and summary.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import sys
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -47,7 +52,6 @@ from claimlog.declaration import Declaration, Training, seed_variant_name
 from claimlog.evidence.fragility import EMPTY, Fragility
 from claimlog.evidence.verdicts import NEW, REFERENCE, Standing
 from claimlog.kernels import (
-    NotDeterministic,
     fingerprint,
     kept_kernel_bits,
     kernel_bits,
@@ -55,21 +59,21 @@ from claimlog.kernels import (
 )
 from claimlog.log.lines import Log, PublishedLogError
 from claimlog.log.readings import Reading
-from claimlog.machine import TORCH_FACTS_FOLDER, import_torch, kept_torch_facts, torch_facts
+from claimlog.machine import TORCH_FACTS_FOLDER, kept_torch_facts, torch_facts
 from claimlog.places import Places
 from claimlog.platform import VARIABLES, Platform, UnreadableReference, apply, read_reference
 from claimlog.plugin.options import (
     UPDATE_COMMAND,
     Settings,
     is_controller,
-    narrowed,
     places_of,
     read_settings,
     refuse_unwritable,
     seeds_given,
 )
+from claimlog.plugin.recording import KernelRecording
 from claimlog.runs import TrainedRuns
-from claimlog.store import Event, Memo, Store, digest
+from claimlog.store import Event, Memo, Store
 
 if TYPE_CHECKING:
     from claimlog.transaction import Update
@@ -91,17 +95,12 @@ class ClaimSession:
         self.config = config
         self.workshop = workshop
         self._settings: Settings | None = None
-        self.events: list[Event] = []  # what this process (and its workers) kept or reused
-        self.recorded: dict[str, tuple[str, ...]] = {}  # kernels called, by computation
-        self.refused: list[str] = []  # computations refused as not deterministic
-        # Every computation this process asked for (to examine a number that moved), by name.
-        self.computations: dict[str, Callable[[], object]] = {}
-        self._examined: dict[str, list[str]] = {}
-        self.transaction: Update | None = None  # the update's, on the controller
-        self.recovered = ""  # what this session found of a killed update and put back
-        self._facts: dict[str, str] | None = None
-        self._kernel_bits: dict[str, str] | None = None
-        self._platform: Platform | None = None
+        self.cache = SessionCache(self)  # its folders in pytest's cache, what it kept there
+        # The kernels this process's computations call: recorded under a full update, heard
+        # again where a number moved on the reference.
+        self.recording = KernelRecording(config, lambda: self.settings, self.cache.memo)
+        self.here = ThisPlatform(self)  # the platform this process computes on
+        self.updating = Updating(self)  # a killed update put back; this one's transaction
         # What this session knows of the sweep's evidence: none, unless the feature plugin
         # `claimlog.evidence` gives it the sweep's as the session configures.
         self.evidence = Evidence(self)
@@ -137,7 +136,7 @@ class ClaimSession:
         places = places_of(config)
         controller = is_controller(config) and not config.option.help
         if controller:  # before anything reads the record: a killed update is undone first
-            self._recover(places)
+            self.updating.recover(places)
         s = read_settings(config, self.workshop)
         # The session's two effects beyond itself, here and nowhere else: the environment
         # its computations run in, and pytest-regressions told that --snapshot-update (one
@@ -153,7 +152,7 @@ class ClaimSession:
             for doubt in self.log.kind_doubts():  # before any claim quotes it as its kind
                 config.issue_config_time_warning(pytest.PytestConfigWarning(doubt), stacklevel=2)
             if s.update:
-                self._begin_update(s)
+                self.updating.begin(s)
 
     @cached_property
     def published(self) -> dict[str, Reading]:
@@ -168,40 +167,38 @@ class ClaimSession:
         except PublishedLogError as error:
             raise pytest.UsageError(f"the published log: {error}") from None
 
+
+class SessionCache:
+    """What a session keeps in pytest's cache (its workshop's folders there, each a `Store`),
+    and what every process of it kept, reused or found damaged (`events`, which the summary
+    says: an xdist worker ships its own to the controller)."""
+
+    def __init__(self, session: ClaimSession) -> None:
+        self.session = session
+        self.events: list[Event] = []
+
     @cached_property
     def session_id(self) -> str:
         """This session's name, shared by its xdist workers: what a `Memo` writes into the
         entries it keeps, so that --recompute computes each result once per session."""
-        worker = getattr(self.config, "workerinput", None)
+        worker = getattr(self.session.config, "workerinput", None)
         return str(worker["testrunuid"]) if worker else uuid.uuid4().hex
 
-    def recipe(self) -> Any:
-        """The workshop's recipe under this session's seeds (`Declaration.recipe`)."""
-        if self.workshop.recipe is None:
-            raise pytest.UsageError("the workshop declares no recipe (Declaration.recipe)")
-        return self.workshop.recipe(self.settings.seeds)
-
-    def training(self) -> Training:
-        if self.workshop.training is None:
-            raise pytest.UsageError("the workshop declares no training (Declaration.training)")
-        return self.workshop.training()
-
-    # -- pytest's cache ---------------------------------------------------------------------
-    def cache_folder(self, what: str) -> str:
+    def folder(self, what: str) -> str:
         """The name of the workshop's folder of `what` in pytest's cache: "bnvg-runs"."""
-        return f"{self.workshop.name}-{what}"
+        return f"{self.session.workshop.name}-{what}"
 
     def kept(self, what: str) -> Store | None:
-        """The workshop's store of `what` in pytest's cache (`cache_folder`), made by pytest's
+        """The workshop's store of `what` in pytest's cache (`folder`), made by pytest's
         cache plugin; None under `-p no:cacheprovider`."""
-        cache = getattr(self.config, "cache", None)
-        return Store(cache.mkdir(self.cache_folder(what))) if cache is not None else None
+        cache = getattr(self.session.config, "cache", None)
+        return Store(cache.mkdir(self.folder(what))) if cache is not None else None
 
     def memo(self, what: str, kind: str) -> Memo:
         """The memo of this session's `kind` of computation ("result", "figure", "kernels"),
         kept in its store of `what`: every process's reuse and computing become events of
         the session, which the summary says (and --recompute computes them again)."""
-        s = self.settings
+        s = self.session.settings
         on_event = self.events.append
         return Memo(
             self.kept(what), kind, recompute=s.recompute, session=self.session_id, on_event=on_event
@@ -210,64 +207,43 @@ class ClaimSession:
     def kept_early(self, what: str) -> Store | None:
         """`kept`, before the cache plugin is configured: only where pytest has made its
         cache folder already (with its .gitignore)."""
-        folder = _pytest_cache(self.config)
+        folder = _pytest_cache(self.session.config)
         if folder is None or not folder.parent.is_dir():
             return None
-        return Store(folder / self.cache_folder(what))
+        return Store(folder / self.folder(what))
 
     def platform_store(self) -> Store | None:
         """Where pytest's cache keeps what this machine's platform is (torch's facts, the
         bits of the workshop's kernels): None under `-p no:cacheprovider`."""
-        cache = getattr(self.config, "cache", None)
+        cache = getattr(self.session.config, "cache", None)
         return Store(cache.mkdir(TORCH_FACTS_FOLDER)) if cache is not None else None
 
-    def every_run_kept(self) -> bool:
-        """Whether pytest's cache holds every run the workshop trains for this code, recipe
-        and platform, as far as can be told without importing torch (the session itself
-        checks each whole entry); asked before the options are read into settings. A
-        workshop that trains nothing: no."""
-        config, workshop = self.config, self.workshop
-        if workshop.training is None or workshop.recipe is None:
-            return False
-        if config.getoption("claimlog_recompute") or config.getoption("claimlog_strict_numbers"):
-            return False
-        cache = _pytest_cache(config)
-        if cache is None:
-            return False
-        kept = Store(cache / TORCH_FACTS_FOLDER)
-        facts = kept_torch_facts(kept)
-        if facts is None:
-            return False  # no session on this platform asked torch yet: none trained here
-        threads = config.getoption("claimlog_torch_threads")
-        kernels = reference_kernels(Places(config.rootpath).environment)
-        bits = kept_kernel_bits(kernels, threads, kept)
-        if bits is None:
-            return False  # nor the workshop's kernels: nothing was trained here yet
-        where = Platform.here(threads, facts, fingerprint(bits)).cache_fields()
-        training = workshop.training()
-        runs = TrainedRuns(
-            training,
-            workshop.recipe(seeds_given(config, workshop)),
-            where=lambda: where,
-            store=self.kept_early(RUNS_CACHE),
-        )
-        return runs.kept_names() == set(training.names())
 
-    # -- the platform, and where it stands --------------------------------------------------
+class ThisPlatform:
+    """The platform this process computes on (found once per process: torch's facts and the
+    bits of the workshop's kernels, kept in pytest's cache, so that a warm session imports no
+    torch to know it), and the reference's, as the record names it."""
+
+    def __init__(self, session: ClaimSession) -> None:
+        self.session = session
+        self._facts: dict[str, str] | None = None
+        self._kernel_bits: dict[str, str] | None = None
+        self._platform: Platform | None = None
+
     def facts(self) -> dict[str, str]:
-        """torch's facts of this process's platform, found once per process."""
+        """torch's facts of this process's platform."""
         if self._facts is None:
-            self._facts = torch_facts(self.platform_store())
+            self._facts = torch_facts(self.session.cache.platform_store())
         return self._facts
 
     def kernel_bits(self) -> dict[str, str]:
         """What the workshop's kernels, as the reference identity names them, give in this
-        process (`claimlog.kernels.kernel_bits`): found once per process, kept in pytest's
-        cache across sessions; empty where the record names no kernels."""
+        process (`claimlog.kernels.kernel_bits`): kept in pytest's cache across sessions;
+        empty where the record names no kernels."""
         if self._kernel_bits is None:
-            s = self.settings
+            s, store = self.session.settings, self.session.cache.platform_store()
             kernels = reference_kernels(s.places.environment)
-            self._kernel_bits = kernel_bits(kernels, s.torch_threads, self.platform_store())
+            self._kernel_bits = kernel_bits(kernels, s.torch_threads, store)
         return self._kernel_bits
 
     @property
@@ -275,130 +251,33 @@ class ClaimSession:
         """The platform this process computes on, its fingerprint included."""
         if self._platform is None:
             bits = fingerprint(self.kernel_bits())
-            self._platform = Platform.here(self.settings.torch_threads, self.facts(), bits)
+            threads = self.session.settings.torch_threads
+            self._platform = Platform.here(threads, self.facts(), bits)
         return self._platform
 
     def reference(self) -> Platform | None:
         """The reference, as `snapshots/environment.json` records its identity (None if it
         cannot be read: only a session that updates the snapshots runs without it)."""
         try:
-            return read_reference(self.settings.places.environment)
+            return read_reference(self.session.settings.places.environment)
         except UnreadableReference:
             return None
 
-    # -- the kernels an update records --------------------------------------------------------
-    def records_kernels(self) -> bool:
-        """Whether this session may record the reference, and so its kernels: a full update
-        at the workshop's own seeds (a narrowed one, a sweep's job among them, never writes
-        the reference identity)."""
-        s = self.settings
-        return s.update and not narrowed(self.config) and seed_variant_name(s.seeds) is None
 
-    def note_kernels(
-        self,
-        name: str,
-        compute: Callable[[], object],
-        key: str,
-        whole: Mapping[str, str] | None = None,
-    ) -> None:
-        """Under an update that records the reference: the kernels of the computation `name`,
-        from its first call to its last, as it was heard computing (`whole`, `hearing`) or
-        run whole once more, then started twice (`claimlog.hearing.record`); a computation
-        that gives other bits the second time fails the claim in one line, before anything
-        is recorded. Kept in pytest's cache under the computation's own `key` (its code,
-        recipe and platform) and how it is recorded: an update after an edit of the text
-        records nothing again."""
-        __tracebackhide__ = True
-        self.computations.setdefault(name, compute)
-        if name in self.recorded or not self.records_kernels():
-            return
-        try:
-            found = self._kernels_memo(name, compute, key, whole)
-        except NotDeterministic as refused:
-            self.refused.append(str(refused))
-            pytest.fail(str(refused), pytrace=False)
-        self.recorded[name] = tuple(found)
+class Updating:
+    """The record's update, as one transaction (`claimlog.transaction.Update`): begun as the
+    session configures, committed or rolled back as it ends; and what a killed one left, put
+    back before anything reads the record (`recovered` says what, in the header)."""
 
-    def _kernels_memo(
-        self,
-        name: str,
-        compute: Callable[[], object],
-        key: str,
-        whole: Mapping[str, str] | None,
-    ) -> list[str]:
-        from claimlog.hearing import record
+    def __init__(self, session: ClaimSession) -> None:
+        self.session = session
+        self.transaction: Update | None = None  # the update's, on the controller
+        self.recovered = ""  # what this session found of a killed update and put back
 
-        def recorded() -> list[str]:
-            import_torch()
-            return sorted(record(name, compute, whole))
-
-        found = self.memo("kernels", "kernels").get(
-            name,
-            self._kernels_key(key),
-            recorded,
-            encode=lambda kernels: json.dumps(kernels).encode(),
-            decode=lambda entry: list(json.loads(entry.content)),
-        )
-        return list(found or ())
-
-    def _kernels_key(self, key: str) -> str:
-        from claimlog.hearing import recording
-
-        return digest(json.dumps([key, recording()]))
-
-    def kernels_known(self, name: str, key: str) -> bool:
-        """Whether the kernels of the computation `name` (under its `key`) need no recording:
-        none is recorded in this session, or its record is kept."""
-        if not self.records_kernels() or name in self.recorded:
-            return True
-        memo = self.memo("kernels", "kernels")
-        return memo.peek(self._kernels_key(key), lambda entry: entry.content) is not None
-
-    @contextlib.contextmanager
-    def hearing(self, name: str, compute: Callable[[], object], key: str) -> Iterator[None]:
-        """Around the computation `name` as it runs anyway (a run trained, a result computed):
-        where its kernels are to be recorded, it is heard from its first call to its last
-        (`claimlog.hearing.Listening`), and its record made and kept at once, so that no
-        claim runs it whole again to hear it. A computation refused as not deterministic is
-        refused (NotDeterministic), and kept by nobody: a claim that asks for its kernels
-        refuses it in one line (`note_kernels`)."""
-        if self.kernels_known(name, key):
-            yield
-            return
-        from claimlog.hearing import Listening
-
-        with Listening() as heard:
-            yield
-        self.recorded[name] = tuple(self._kernels_memo(name, compute, key, heard.kernels))
-
-    def examine(self) -> list[str]:
-        """Where this platform's fingerprint is the reference's and a number moved all the
-        same: each computation this process asked for heard here, run whole, and its kernels
-        held against the record
-        (`claimlog.hearing.apart_from_record`): what sets this machine apart from it, for
-        people, or [] where every kernel is the record's, with the record's bits (then
-        something the keys do not see changed, or the computation is not deterministic).
-        Each computation is examined once a session."""
-        from claimlog.hearing import apart_from_record, kernels_of
-
-        reference = reference_kernels(self.settings.places.environment)
-        found: list[str] = []
-        for name, compute in self.computations.items():
-            if name not in self._examined:
-                import_torch()
-                self._examined[name] = apart_from_record(kernels_of(compute), reference)
-            found += [f"{name}: {said}" for said in self._examined[name]]
-        return found
-
-    def recorded_kernels(self) -> set[str]:
-        """Every kernel this process (and, on the controller, every worker) recorded."""
-        return {k for kernels in self.recorded.values() for k in kernels}
-
-    # -- the update's transaction -------------------------------------------------------------
-    def _recover(self, places: Places) -> None:
-        """Put back what an interrupted update left half written (said in the header). Where
-        the update's workspace holds nothing, no update runs and none was killed: there is
-        nothing to look for under the lock (nor is the transaction's code imported)."""
+    def recover(self, places: Places) -> None:
+        """Put back what an interrupted update left half written. Where the update's
+        workspace holds nothing, no update runs and none was killed: there is nothing to
+        look for under the lock (nor is the transaction's code imported)."""
         workspace = places.update_workspace
         if not workspace.is_dir() or not any(workspace.iterdir()):
             return
@@ -408,17 +287,18 @@ class ClaimSession:
         finally:
             transaction.release()
 
-    def _begin_update(self, s: Settings) -> None:
+    def begin(self, s: Settings) -> None:
         """An update holds the lock for its whole session, and keeps the copy of the record
         (and of the documents it may rewrite: the workshop's text, the pages the sweep writes
         sections of) that undoes it if it never completes."""
         transaction = _locked(s.places)
-        features = self.config.hook.pytest_claimlog_update_documents(session=self)
+        hook = self.session.config.hook
+        features = hook.pytest_claimlog_update_documents(session=self.session)
         documents = [*(d for found in features for d in found), *s.places.generated_pages]
         transaction.begin(documents)
         self.transaction = transaction
 
-    def end_update(self, completed: bool) -> None:
+    def end(self, completed: bool) -> None:
         """Commit the session's update (`completed`) or roll it back; nothing to do outside
         an update, or a second time. The summary says which, and why."""
         transaction, self.transaction = self.transaction, None
@@ -431,29 +311,6 @@ class ClaimSession:
                 transaction.rollback()
         finally:
             transaction.release()
-
-    # -- what a worker ships to the controller ------------------------------------------------
-    def worker_output(self) -> dict[str, Any]:
-        """What an xdist worker tells the controller, which imports no torch: the platform it
-        computed on, what it kept or reused, and what an update recorded or refused."""
-        output: dict[str, Any] = {
-            PLATFORM_OUTPUT: self.platform.to_json(),
-            EVENTS_OUTPUT: [(e.what, e.kind, e.name, e.detail, e.seconds) for e in self.events],
-            REFUSED_OUTPUT: self.refused,
-            KERNELS_OUTPUT: {name: list(kernels) for name, kernels in self.recorded.items()},
-        }
-        if not self.settings.update:
-            output[STANDING_OUTPUT] = self.evidence.standing_json()
-        return output
-
-    def take_worker_output(self, output: dict[str, Any]) -> tuple[Platform | None, dict[str, str]]:
-        """On the controller: add what a worker shipped; its platform and standing."""
-        self.events.extend(Event(*e) for e in output.get(EVENTS_OUTPUT, []))
-        for name, kernels in output.get(KERNELS_OUTPUT, {}).items():
-            self.recorded.setdefault(name, tuple(kernels))
-        self.refused.extend(output.get(REFUSED_OUTPUT, []))
-        platform = output.get(PLATFORM_OUTPUT)
-        return (Platform.from_json(platform) if platform else None), output.get(STANDING_OUTPUT, {})
 
 
 class Evidence:
@@ -504,7 +361,7 @@ class Evidence:
     def find(self) -> Standing:
         """Where this platform stands: `reference_or_new`, nothing else being known."""
         session = self.session
-        return reference_or_new(session.platform, session.settings, session.reference())
+        return reference_or_new(session.here.platform, session.settings, session.here.reference())
 
     def standing_json(self) -> dict[str, str]:
         found = self.standing
@@ -526,6 +383,81 @@ def reference_or_new(here: Platform, s: Settings, recorded: Platform | None) -> 
 
 
 SESSION = pytest.StashKey[ClaimSession]()
+
+
+def recipe(session: ClaimSession) -> Any:
+    """The workshop's recipe under the session's seeds (`Declaration.recipe`)."""
+    if session.workshop.recipe is None:
+        raise pytest.UsageError("the workshop declares no recipe (Declaration.recipe)")
+    return session.workshop.recipe(session.settings.seeds)
+
+
+def training(session: ClaimSession) -> Training:
+    """The networks the workshop trains (`Declaration.training`)."""
+    if session.workshop.training is None:
+        raise pytest.UsageError("the workshop declares no training (Declaration.training)")
+    return session.workshop.training()
+
+
+def every_run_kept(session: ClaimSession) -> bool:
+    """Whether pytest's cache holds every run the workshop trains for this code, recipe
+    and platform, as far as can be told without importing torch (the session itself
+    checks each whole entry); asked before the options are read into settings. A
+    workshop that trains nothing: no."""
+    config, workshop = session.config, session.workshop
+    if workshop.training is None or workshop.recipe is None:
+        return False
+    if config.getoption("claimlog_recompute") or config.getoption("claimlog_strict_numbers"):
+        return False
+    cache = _pytest_cache(config)
+    if cache is None:
+        return False
+    kept = Store(cache / TORCH_FACTS_FOLDER)
+    facts = kept_torch_facts(kept)
+    if facts is None:
+        return False  # no session on this platform asked torch yet: none trained here
+    threads = config.getoption("claimlog_torch_threads")
+    kernels = reference_kernels(Places(config.rootpath).environment)
+    bits = kept_kernel_bits(kernels, threads, kept)
+    if bits is None:
+        return False  # nor the workshop's kernels: nothing was trained here yet
+    where = Platform.here(threads, facts, fingerprint(bits)).cache_fields()
+    trained = workshop.training()
+    runs = TrainedRuns(
+        trained,
+        workshop.recipe(seeds_given(config, workshop)),
+        where=lambda: where,
+        store=session.cache.kept_early(RUNS_CACHE),
+    )
+    return runs.kept_names() == set(trained.names())
+
+
+def worker_output(session: ClaimSession) -> dict[str, Any]:
+    """What an xdist worker tells the controller, which imports no torch: the platform it
+    computed on, what it kept or reused, and what an update recorded or refused."""
+    recording, events = session.recording, session.cache.events
+    output: dict[str, Any] = {
+        PLATFORM_OUTPUT: session.here.platform.to_json(),
+        EVENTS_OUTPUT: [(e.what, e.kind, e.name, e.detail, e.seconds) for e in events],
+        REFUSED_OUTPUT: recording.refused,
+        KERNELS_OUTPUT: {name: list(kernels) for name, kernels in recording.recorded.items()},
+    }
+    if not session.settings.update:
+        output[STANDING_OUTPUT] = session.evidence.standing_json()
+    return output
+
+
+def take_worker_output(
+    session: ClaimSession, output: dict[str, Any]
+) -> tuple[Platform | None, dict[str, str]]:
+    """On the controller: add what a worker shipped (`worker_output`) to the session; its
+    platform and standing."""
+    session.cache.events.extend(Event(*e) for e in output.get(EVENTS_OUTPUT, []))
+    for name, kernels in output.get(KERNELS_OUTPUT, {}).items():
+        session.recording.recorded.setdefault(name, tuple(kernels))
+    session.recording.refused.extend(output.get(REFUSED_OUTPUT, []))
+    platform = output.get(PLATFORM_OUTPUT)
+    return (Platform.from_json(platform) if platform else None), output.get(STANDING_OUTPUT, {})
 
 
 def session_of(config: pytest.Config) -> ClaimSession:

@@ -52,7 +52,7 @@ class SweptEvidence(Evidence):
         session = self.session
         places, workshop = session.settings.places, session.workshop
         try:
-            return claim_keys(places, workshop, kept=session.kept_early(CLAIM_KEYS_CACHE))
+            return claim_keys(places, workshop, kept=session.cache.kept_early(CLAIM_KEYS_CACHE))
         except OSError:  # a cache this process cannot write: slice, as without one
             return claim_keys(places, workshop)
 
@@ -60,7 +60,7 @@ class SweptEvidence(Evidence):
         """Keep the claims' keys for the next session, now that pytest's cache plugin has made
         its folder (the first session of a checkout sliced them before it existed)."""
         try:
-            store = self.session.kept(CLAIM_KEYS_CACHE)
+            store = self.session.cache.kept(CLAIM_KEYS_CACHE)
             if store is not None:
                 claim_keys(self.session.settings.places, self.session.workshop, kept=store)
         except OSError:

@@ -28,17 +28,17 @@ def apart(session: ClaimSession) -> str:
     differ ("torch 2.14.1+cpu, not 2.13.0+cpu"), then the workshop's kernels whose bits
     differ ("2 of its 74 kernels give other bits here than on the reference:
     aten.addmm.default on float32 [300, 32], float32 [32, 32], ...")."""
-    reference = session.reference()
+    reference = session.here.reference()
     if reference is None:
         return "no reference is recorded"
-    ours, theirs = session.platform.identity(), reference.identity()
+    ours, theirs = session.here.platform.identity(), reference.identity()
     said = [
         f"{name} {ours.get(name, 'not named')}, not {theirs.get(name, 'not named')}"
         for name in dict.fromkeys([*theirs, *ours])
         if name != "fingerprint" and ours.get(name) != theirs.get(name)
     ]
     kernels = reference_kernels(session.settings.places.environment)
-    bits = session.kernel_bits()
+    bits = session.here.kernel_bits()
     moved = differing(bits, kernels)
     if moved:
         shown = "; ".join(moved[:2]) + (f"; and {len(moved) - 2} more" if len(moved) > 2 else "")
@@ -56,7 +56,7 @@ def header_line(session: ClaimSession) -> str:
     """ "bnvg: the reference platform (...); the evidence is fresh; a full run (...)"."""
     s, sweep = session.settings, session.workshop.sweep_command
     evidence = session.evidence
-    here, kind = session.platform, evidence.standing.kind
+    here, kind = session.here.platform, evidence.standing.kind
     if s.update:
         where = f"an update on {here.describe()}: the snapshots will hold its numbers"
     elif kind == REFERENCE:
@@ -104,7 +104,7 @@ def header_line(session: ClaimSession) -> str:
 def summarize(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
     """The terminal summary: what the session wrote, reused and found."""
     write = terminalreporter.write_line
-    recovered = c.session.recovered  # said in the header too, which -q leaves out
+    recovered = c.session.updating.recovered  # said in the header too, which -q leaves out
     _section(terminalreporter, "before this session began", [recovered] if recovered else [])
     _section(terminalreporter, "results.log", c.summary)
     _section(terminalreporter, "what this run computed, against the record", c.obtained)
@@ -254,9 +254,9 @@ def _say_update(c: Controller, terminalreporter: pytest.TerminalReporter) -> Non
             "the text or the recipe), then run the same command again:"
         )
         lines += [f"  {why}" for why in failed]
-    for refused in c.session.refused:
+    for refused in c.session.recording.refused:
         lines.append(f"  {refused}")
-    if not failed and not c.session.refused:
+    if not failed and not c.session.recording.refused:
         lines.append("the session stopped before its end (above): run the same command again")
     if c.rewritten:
         lines.append("what it would write once everything passes:")
@@ -333,7 +333,7 @@ def _say_platform(c: Controller, terminalreporter: pytest.TerminalReporter) -> N
     if c.platform is None or kind is None or not quoted:
         return  # no claim computed, or an update: compared with nothing
     drift = list(dict.fromkeys(d for c in c.claims.values() for d in c.drift))
-    recorded = c.session.reference()
+    recorded = c.session.here.reference()
     examined = list(dict.fromkeys(e for c in c.claims.values() for e in c.examined))
     if kind == REFERENCE and examined:
         # Its fingerprint is the reference's, but a number moved, and hearing its computations

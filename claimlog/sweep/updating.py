@@ -64,7 +64,7 @@ def bring_up_to_date(claims: ClaimSession, session: pytest.Session) -> None:
         "holds that this machine computes"
     )
     cache = getattr(session.config, "cache", None)
-    kept = Store(cache.mkdir(claims.cache_folder(EVIDENCE_CACHE))) if cache else None
+    kept = Store(cache.mkdir(claims.cache.folder(EVIDENCE_CACHE))) if cache else None
     keys = claims.evidence.keys or {}
     store = FragmentStore(places.fragments, keys, kept)
     restored = store.restore_kept()
