@@ -334,8 +334,8 @@ class Controller:
         platform tells by it an edit (a failure) from a number its platform moved (drift),
         where no sweep has measured the workshop. A session that knows no key (it runs
         without the evidence) removes the old ones, which are not of these snapshots."""
-        path, known = self.settings.places.recorded_keys, self.session.evidence.keys
-        if known is None:
+        path, evidence = self.settings.places.recorded_keys, self.session.evidence
+        if not evidence.active:
             if path.is_file():
                 path.unlink()
                 self.summary.append(
@@ -343,7 +343,7 @@ class Controller:
                     "claim's key (it ran without claimlog.evidence)"
                 )
             return
-        keys = json.dumps(dict(sorted(known.items())), indent=1) + "\n"
+        keys = json.dumps(dict(sorted(evidence.keys.items())), indent=1) + "\n"
         if not path.is_file() or path.read_text() != keys:
             atomic_write(path, keys)
 
@@ -428,7 +428,7 @@ class Controller:
                 "summary": self.summary[0] if self.summary else "",
                 "complete": bool(self.log and self.log.complete),
             },
-            keys=dict(self.session.evidence.keys or {}),
+            keys=dict(self.session.evidence.keys),
             code=code_of(self.session.workshop),
         )
 

@@ -322,16 +322,18 @@ class Evidence:
     since the record from a platform's drift. The feature plugin `claimlog.evidence` puts
     the sweep's in its place as the session configures (`claimlog.plugin.evidence`)."""
 
-    active = False  # whether the sweep's evidence is read (claims marked `evidence` need it)
+    # Whether the sweep's evidence is read, and so each claim's key known (claims marked
+    # `evidence` need it; an update records the keys beside the snapshots only then).
+    active = False
 
     def __init__(self, session: ClaimSession) -> None:
         self.session = session
         self._standing: Standing | None = None
 
     @property
-    def keys(self) -> Mapping[str, str] | None:
-        """Each claim's key in this checkout, by claim; None where no key is known."""
-        return None
+    def keys(self) -> Mapping[str, str]:
+        """Each claim's key in this checkout, by claim (none is known here: `active`)."""
+        return {}
 
     def fragility(self) -> Fragility:
         """The sweep's table, without the readings of claims whose code changed since."""

@@ -82,7 +82,7 @@ def header_line(session: ClaimSession) -> str:
     if not evidence.active:
         said = "the evidence is not read (-p no:claimlog.evidence)"
     elif stale:
-        n = len(evidence.committed_fragility().stale_readings(evidence.keys or {}))
+        n = len(evidence.committed_fragility().stale_readings(evidence.keys))
         said = (
             f"the evidence of {len(stale)} claim{'s' if len(stale) != 1 else ''} ({n} "
             "readings) is stale" + ("" if s.update else f": {sweep} computes only them")
@@ -435,7 +435,7 @@ def _say_stale_evidence(c: Controller, terminalreporter: pytest.TerminalReporter
     if not stale:
         return
     table = evidence.committed_fragility()
-    readings = table.stale_readings(evidence.keys or {})
+    readings = table.stale_readings(evidence.keys)
     write = terminalreporter.write_line
     terminalreporter.write_sep("-", "the evidence is stale")
     n = len(stale)

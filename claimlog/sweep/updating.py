@@ -65,7 +65,7 @@ def bring_up_to_date(claims: ClaimSession, session: pytest.Session) -> None:
     )
     cache = getattr(session.config, "cache", None)
     kept = Store(cache.mkdir(claims.cache.folder(EVIDENCE_CACHE))) if cache else None
-    keys = claims.evidence.keys or {}
+    keys = claims.evidence.keys
     store = FragmentStore(places.fragments, keys, kept)
     restored = store.restore_kept()
     if restored:
