@@ -152,6 +152,15 @@ def apply(
     return origins
 
 
+def applied(native: bool = False, threads: int | None = None) -> tuple[dict[str, str], list[str]]:
+    """`apply` to this process's environment: who decided each kernel variable, and the
+    variables it changed, in `VARIABLES`' order (a torch or numpy imported before them
+    computes with its own choice, and claimlog says so)."""
+    before = {name: os.environ.get(name) for name in VARIABLES}
+    origins = apply(native=native, threads=threads)
+    return origins, [name for name, value in before.items() if os.environ.get(name) != value]
+
+
 def set_by_user(environ: Mapping[str, str] | None = None) -> list[str]:
     """The kernel variables of `environ` that the user set (after `apply`)."""
     env = os.environ if environ is None else environ

@@ -92,17 +92,16 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     spec = str(early_config.getini(INI_NAME))
     if not spec:
         return
-    from claimlog.platform import NUMPY_VARIABLE, TORCH_VARIABLES, VARIABLES, apply
+    from claimlog.platform import NUMPY_VARIABLE, TORCH_VARIABLES, applied
 
     reads = {"torch": TORCH_VARIABLES, "numpy": (NUMPY_VARIABLE,)}
-    before = {name: os.environ.get(name) for name in VARIABLES}
-    apply()
+    _, changed = applied()
     # torch and numpy read their variables as they are imported: one imported already
     # computes with its own choice (the platform says what), not the reference's.
     imported_first = [
         module
         for module, variables in reads.items()
-        if module in sys.modules and any(before[n] != os.environ.get(n) for n in variables)
+        if module in sys.modules and any(n in changed for n in variables)
     ]
     try:
         workshop = load(spec, str(early_config.inipath))

@@ -278,8 +278,8 @@ def places_of(config: pytest.Config) -> Places:
 
 def read_settings(config: pytest.Config, workshop: Declaration) -> Settings:
     """The options, read once into `Settings`; refused with a usage error naming the option
-    where they cannot work together. Sets the kernels and the thread count of this process
-    (and those it starts)."""
+    where they cannot work together. Reading them changes nothing: the session sets the
+    environment from them (`claimlog.plugin.session.set_environment`)."""
     threads = config.getoption("claimlog_torch_threads")
     if threads < 1:
         raise pytest.UsageError(f"--torch-threads must be at least 1, got {threads}")

@@ -37,7 +37,6 @@ which writes the session's files and summary.
 
 from __future__ import annotations
 
-import os
 import sys
 import uuid
 from collections.abc import Mapping
@@ -61,7 +60,7 @@ from claimlog.log.lines import Log, PublishedLogError
 from claimlog.log.readings import Reading
 from claimlog.machine import TORCH_FACTS_FOLDER, kept_torch_facts, torch_facts
 from claimlog.places import Places
-from claimlog.platform import VARIABLES, Platform, UnreadableReference, apply, read_reference
+from claimlog.platform import Platform, UnreadableReference, applied, read_reference
 from claimlog.plugin.options import (
     UPDATE_COMMAND,
     Settings,
@@ -473,9 +472,7 @@ def set_environment(config: pytest.Config, s: Settings) -> dict[str, str]:
     ATen, MKL and oneDNN read their variables as they start, and the thread count changes the
     training-end numbers. A torch imported already computes with its own choice: said as a
     warning. Returns who chose each kernel variable."""
-    before = {name: os.environ.get(name) for name in VARIABLES}
-    origins = apply(native=s.native_kernels, threads=s.torch_threads)
-    changed = [name for name, value in before.items() if os.environ.get(name) != value]
+    origins, changed = applied(native=s.native_kernels, threads=s.torch_threads)
     if "torch" in sys.modules and changed:
         config.issue_config_time_warning(
             pytest.PytestConfigWarning(
