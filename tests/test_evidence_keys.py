@@ -18,7 +18,7 @@ from bnvg.workshop import DECLARATION
 from claimlog.evidence.fragility import Fragility, ReadingEvidence, Seen
 from claimlog.evidence.fragments import Fragment, FragmentStore, Variant
 from claimlog.evidence.keys import claim_keys
-from claimlog.evidence.record import ClaimResult, Record
+from claimlog.evidence.record import ClaimOutcome, Record
 from claimlog.evidence.verdicts import status_of
 from claimlog.log.readings import Reading
 from claimlog.places import Places
@@ -44,7 +44,7 @@ import json, sys
 from pathlib import Path
 from claimlog.declaration import declared_in
 from claimlog.evidence.keys import claim_keys
-from claimlog.evidence.record import ClaimResult, Record
+from claimlog.evidence.record import ClaimOutcome, Record
 from claimlog.evidence.verdicts import status_of
 from claimlog.places import Places
 workshop = declared_in(Path(sys.argv[1]))
@@ -58,7 +58,7 @@ import json, sys
 from pathlib import Path
 from claimlog.declaration import declared_in
 from claimlog.evidence.keys import claim_keys
-from claimlog.evidence.record import ClaimResult, Record
+from claimlog.evidence.record import ClaimOutcome, Record
 from claimlog.evidence.verdicts import status_of
 from claimlog.places import Places
 project = Path(sys.argv[1])
@@ -177,18 +177,20 @@ SLOPE = reading("S2 max slope", 0.25)
 RATIO = reading("S2 saturated slope", 0.017663)
 
 
-def fragment(keys: dict[str, str], claims: dict[str, str] | None = None) -> Fragment:
+def fragment(keys: dict[str, str], outcomes: dict[str, str] | None = None) -> Fragment:
     """A seed fragment of two claims: A[1] owns the max slope, B the saturated slope, and
     both checked the plain run's history."""
-    claims = {f"{A}[1]": "passed", B: "failed"} if claims is None else claims
+    outcomes = {f"{A}[1]": "passed", B: "failed"} if outcomes is None else outcomes
     owners = {SLOPE.name: A, RATIO.name: B}
     return Fragment(
         variant=Variant("init-seed-1", "init", seed=1),
         platform=json.loads((ROOT / "snapshots" / "environment.json").read_text()),
-        claims=claims,
+        claims={
+            n: ClaimOutcome.from_json({"outcome": o, "sentence": "what it verifies"})
+            for n, o in outcomes.items()
+        },
         readings={n: r for n, r in ((SLOPE.name, SLOPE), (RATIO.name, RATIO)) if owners[n] in keys},
         tables={"runs/plain": {"step": [1.0]}},
-        sentences={n: "what it verifies" for n in claims},
         keys=keys,
         owners={n: c for n, c in owners.items() if c in keys},
         checked_by={"runs/plain": tuple(c for c in (A, B) if c in keys)},
@@ -199,18 +201,18 @@ def test_a_fragments_fresh_part_holds_the_claims_whose_key_is_unchanged():
     old = fragment({A: "k1", B: "k2"})
     current = {A: "k1", B: "k2 edited"}
     fresh = old.fresh(current)
-    assert fresh.claims == {f"{A}[1]": "passed"}  # by its claim, whatever its parameters
+    assert fresh.outcomes == {f"{A}[1]": "passed"}  # by its claim, whatever its parameters
     assert list(fresh.readings) == [SLOPE.name]
     assert fresh.tables == old.tables  # one fresh checker is enough: a table is one computation
     assert old.stale(current) == [B]
     # A session of the stale claim alone, put over the fresh part: the whole fragment again.
-    redone = fragment({B: "k2 edited"}, claims={B: "passed"})
+    redone = fragment({B: "k2 edited"}, outcomes={B: "passed"})
     whole = fresh.updated(redone)
     assert whole.stale(current) == []
-    assert whole.claims == {f"{A}[1]": "passed", B: "passed"}
+    assert whole.outcomes == {f"{A}[1]": "passed", B: "passed"}
     assert set(whole.readings) == {SLOPE.name, RATIO.name}
     assert Fragment.from_json(whole.to_json()) == whole
-    assert whole.encode() == fragment({A: "k1", B: "k2 edited"}, whole.claims).encode()
+    assert whole.encode() == fragment({A: "k1", B: "k2 edited"}, whole.outcomes).encode()
 
 
 def test_a_store_computes_only_the_stale_claims_and_keeps_the_rest(tmp_path):
@@ -224,9 +226,9 @@ def test_a_store_computes_only_the_stale_claims_and_keeps_the_rest(tmp_path):
     assert store.stale_claims() == {B: 1}
     assert store.stale() == []  # it has a fresh part: kept
     # What a session of B alone computed goes over the fresh part of what was there.
-    store.write(fragment({B: "k2 edited"}, claims={B: "passed"}))
+    store.write(fragment({B: "k2 edited"}, outcomes={B: "passed"}))
     assert store.to_compute(written.platform_id, "init-seed-1") == []
-    assert store.read(path).claims == {f"{A}[1]": "passed", B: "passed"}
+    assert store.read(path).outcomes == {f"{A}[1]": "passed", B: "passed"}
     assert FragmentStore(tmp_path, {"claims/c.py::test_c": "k"}).stale() == [path]
 
 
@@ -238,7 +240,7 @@ def test_an_updates_fragments_are_kept_in_the_cache_and_put_back_where_still_fre
     committed = {p: p.read_bytes() for p in record.rglob("*.json.gz")}
     edited = {A: "k1", B: "k2 edited"}
     update = FragmentStore(record, edited, kept=cache)
-    update.write(fragment({B: "k2 edited"}, claims={B: "passed"}))  # B's evidence, computed
+    update.write(fragment({B: "k2 edited"}, outcomes={B: "passed"}))  # B's evidence, computed
     for path, content in committed.items():  # rolled back: the record as committed
         path.write_bytes(content)
     again = FragmentStore(record, edited, kept=cache)
@@ -246,7 +248,7 @@ def test_an_updates_fragments_are_kept_in_the_cache_and_put_back_where_still_fre
     assert again.to_compute(fragment({}).platform_id, "init-seed-1") == [B]
     assert again.restore_kept() == [path]
     assert again.to_compute(fragment({}).platform_id, "init-seed-1") == []
-    assert again.read(path).claims == {f"{A}[1]": "passed", B: "passed"}
+    assert again.read(path).outcomes == {f"{A}[1]": "passed", B: "passed"}
     assert again.restore_kept() == []  # nothing it holds is fresher now
     # What the cache holds for other code (the edit undone) puts nothing back.
     assert FragmentStore(record, {A: "k1", B: "k2 again"}, kept=cache).restore_kept() == []
@@ -257,7 +259,7 @@ def test_an_updates_fragments_are_kept_in_the_cache_and_put_back_where_still_fre
 
 def test_a_job_refuses_numbers_computed_by_other_code_than_the_checkouts_naming_both():
     checkout = Checkout({A: "k1", B: "k2"}, {"digest": "aaaa", "where": "/checkout/work"})
-    ran = {f"{A}[1]": ClaimResult("passed"), B: ClaimResult("failed")}
+    ran = {f"{A}[1]": ClaimOutcome(ran=True, passed=True), B: ClaimOutcome(ran=True, failed=True)}
     same = Record(0, ran, {}, {}, keys={A: "k1", B: "k2"})
     checkout.check(same)  # the same keys: the checkout's code, wherever it lies
     other = Record(0, ran, {}, {}, keys={A: "k1", B: "k0"}, code={"digest": "bbbb", "where": "/x"})
@@ -269,7 +271,9 @@ def test_a_job_refuses_numbers_computed_by_other_code_than_the_checkouts_naming_
         f"{B} differs"
     )
     # A claim the session did not run is not judged by its key.
-    checkout.check(Record(0, {f"{A}[1]": ClaimResult("passed")}, {}, {}, keys={A: "k1"}))
+    checkout.check(
+        Record(0, {f"{A}[1]": ClaimOutcome(ran=True, passed=True)}, {}, {}, keys={A: "k1"})
+    )
 
 
 def test_the_table_hides_the_readings_of_stale_claims_only():

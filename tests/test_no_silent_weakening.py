@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from bnvg.log.layout import log as bnvg_log
-from claimlog.evidence.record import ClaimResult, Record
+from claimlog.evidence.record import ClaimOutcome, Record
 from claimlog.platform import SET_BY_CLAIMLOG
 from claimlog.runner import DIFFERENT, SAME, USAGE, environment, main
 
@@ -261,7 +261,11 @@ def test_a_changed_or_missing_figure_or_a_drifted_reading_is_a_difference(output
     figures[1].unlink()
     Record(
         exitstatus=0,
-        claims={"c.py::t": ClaimResult("passed", drift=("S6 loss: snapshot 0.0053, here 0.0079",))},
+        claims={
+            "c.py::t": ClaimOutcome(
+                drift=["S6 loss: snapshot 0.0053, here 0.0079"], ran=True, passed=True
+            )
+        },
         readings={},
         tables={},
     ).save(outputs / "record.json")

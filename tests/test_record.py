@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from claimlog.evidence.record import ClaimResult, Record
+from claimlog.evidence.record import ClaimOutcome, Record
 from claimlog.evidence.tables import Table
 from claimlog.log.readings import PERCENT, Quantity, Reading, at_least
 from claimlog.store import COMPUTED, DAMAGED, REUSED, Event
@@ -15,7 +15,9 @@ def test_a_record_round_trips_through_its_file(tmp_path):
     record = Record(
         exitstatus=0,
         claims={
-            "claims/test_s8.py::test_fix[ReLU]": ClaimResult("passed", ("S8 ReLU",), (r.name,))
+            "claims/test_s8.py::test_fix[ReLU]": ClaimOutcome(
+                owns=("S8 ReLU",), readings={r.name: r}, sentence="It heals.", ran=True, passed=True
+            )
         },
         readings={r.name: r},
         tables={table.name: table},
@@ -42,6 +44,7 @@ def test_a_record_round_trips_through_its_file(tmp_path):
         "S9 eval bug",
     )
     assert again.outcome("claims/test_s8.py::test_fix[ReLU]") == "passed"
+    assert again.claims == record.claims  # the one outcome type, its readings found by name
     assert again.outcome("claims/test_s8.py::test_other") == "not run"
     assert list(again.tables["runs/ReLU"].columns["train loss"]) == [0.7, 0.6]
 
@@ -50,3 +53,11 @@ def test_an_unreadable_record_is_named(tmp_path):
     (tmp_path / "record.json").write_text('{"format": 99}')
     with pytest.raises(ValueError, match=r"record\.json: a session record of format 99, not 2"):
         Record.load(tmp_path / "record.json")
+
+
+def test_a_claims_outcome_read_back_is_one_the_record_knows():
+    with pytest.raises(ValueError) as refused:
+        ClaimOutcome.from_json({"outcome": "verified"})
+    assert str(refused.value) == (
+        "a claim's outcome is one of passed, failed, skipped, not run, not 'verified'"
+    )

@@ -315,8 +315,8 @@ def test_a_new_sentence_bounds_a_line_another_claim_owns_in_one_file(new_sentenc
     run(new_sentence, f"--record={record_path}").assert_outcomes(passed=1)
     record = Record.load(record_path)
     nodeid = "claims/test_new_sentence.py::test_the_plain_backward_signal_loses_80_percent_or_more_per_layer"
-    assert record.claims[nodeid].outcome == "passed" and record.claims[nodeid].lines == ()
+    assert record.claims[nodeid].outcome == "passed" and record.claims[nodeid].owns == ()
     assert "S4 plain shrink, ||dL/dh_1|| / ||dL/dh_2||" not in record.readings  # its owner's
     fragment = from_record(Variant("init-seed-1", "init", seed=1), record, "experiment")
-    assert fragment.claims[nodeid] == "passed"  # what robustness.json counts, seed by seed
+    assert fragment.outcomes[nodeid] == "passed"  # what robustness.json counts, seed by seed
     assert json.loads(json.dumps(fragment.to_json()))["claims"][nodeid] == "passed"

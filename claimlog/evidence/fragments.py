@@ -23,13 +23,13 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from claimlog.evidence.fragility import SeedWords
 from claimlog.evidence.keys import claim_of
-from claimlog.evidence.record import Record
+from claimlog.evidence.record import ClaimOutcome, Record
 from claimlog.log.readings import Reading
 from claimlog.platform import Platform
 from claimlog.store import Entry, Store, digest, replacing
@@ -106,10 +106,11 @@ class Variant:
 class Fragment:
     variant: Variant
     platform: Mapping[str, str]  # as the session recorded it (`Platform.to_json`)
-    claims: Mapping[str, str]  # node id -> "passed" / "failed" / "skipped"
+    # node id -> the part of its outcome the evidence reads: what it was and what it verifies
+    # (a claim the session only knew as deselected has its sentence and "not run")
+    claims: Mapping[str, ClaimOutcome]
     readings: Mapping[str, Reading]
     tables: Mapping[str, Mapping[str, list[float]]]
-    sentences: Mapping[str, str]  # node id -> what the claim verifies
     keys: Mapping[str, str]  # claim -> its key when this was computed (`claim_keys`)
     owners: Mapping[str, str]  # reading -> the claim that owns its line
     checked_by: Mapping[str, tuple[str, ...]]  # table -> the claims that checked it
@@ -117,6 +118,16 @@ class Fragment:
     @property
     def platform_id(self) -> str:
         return Platform.from_json(self.platform).id
+
+    @property
+    def outcomes(self) -> dict[str, str]:
+        """node id -> "passed", "failed" or "skipped", of each claim that ran."""
+        return {n: c.outcome for n, c in self.claims.items() if c.ran}
+
+    @property
+    def sentences(self) -> dict[str, str]:
+        """node id -> what the claim verifies."""
+        return {n: c.sentence for n, c in self.claims.items()}
 
     def fresh(self, current: Mapping[str, str]) -> Fragment:
         """The part of this fragment that is evidence for the claims keyed `current`: each
@@ -126,14 +137,13 @@ class Fragment:
         return Fragment(
             variant=self.variant,
             platform=self.platform,
-            claims={n: o for n, o in self.claims.items() if claim_of(n) in kept},
+            claims={n: c for n, c in self.claims.items() if claim_of(n) in kept},
             readings={n: r for n, r in self.readings.items() if self.owners.get(n) in kept},
             tables={
                 n: t
                 for n, t in self.tables.items()
                 if any(c in kept for c in self.checked_by.get(n, ()))
             },
-            sentences={n: s for n, s in self.sentences.items() if claim_of(n) in kept},
             keys={c: self.keys[c] for c in sorted(kept)},
             owners={n: c for n, c in self.owners.items() if c in kept},
             checked_by={
@@ -162,10 +172,18 @@ class Fragment:
         return Fragment(
             variant=newer.variant,
             platform=newer.platform,
-            claims=over(self.claims, newer.claims),
+            # A claim the later session only knew as deselected keeps its outcome from before.
+            claims=over(
+                self.claims,
+                {
+                    n: c
+                    if c.ran or n not in self.claims
+                    else replace(self.claims[n], sentence=c.sentence)
+                    for n, c in newer.claims.items()
+                },
+            ),
             readings=over(self.readings, newer.readings),
             tables=over(self.tables, newer.tables),
-            sentences=over(self.sentences, newer.sentences),
             keys=over(self.keys, newer.keys),
             owners=over(self.owners, newer.owners),
             checked_by={
@@ -181,10 +199,10 @@ class Fragment:
             "format": FORMAT,
             "variant": self.variant.to_json(),
             "platform": dict(self.platform),
-            "claims": dict(self.claims),
+            "claims": self.outcomes,
             "readings": {name: r.to_json() for name, r in self.readings.items()},
             "tables": {name: dict(columns) for name, columns in self.tables.items()},
-            "sentences": dict(self.sentences),
+            "sentences": self.sentences,
             "keys": dict(self.keys),
             "owners": dict(self.owners),
             "checked by": {name: list(by) for name, by in self.checked_by.items()},
@@ -197,10 +215,17 @@ class Fragment:
         return cls(
             variant=Variant.from_json(data["variant"]),
             platform=data["platform"],
-            claims=data["claims"],
+            claims={
+                n: ClaimOutcome.from_json(
+                    {
+                        "outcome": data["claims"].get(n, "not run"),
+                        "sentence": data["sentences"].get(n, ""),
+                    }
+                )
+                for n in sorted({*data["claims"], *data["sentences"]})
+            },
             readings={name: Reading.from_json(r) for name, r in data["readings"].items()},
             tables=data["tables"],
-            sentences=data["sentences"],
             # Formats 2 and 3 keyed no claim: nothing of them is fresh.
             keys=data.get("keys", {}),
             owners=data.get("owners", {}),
@@ -216,12 +241,12 @@ def from_record(variant: Variant, record: Record, keys: Mapping[str, str]) -> Fr
     """The fragment of one finished claims session, its claims keyed by `keys` (the
     checkout's `claim_keys`, read before the session ran); its tables only for a platform
     variant: no band reads the seeds' histories."""
-    ran = {n: c for n, c in record.claims.items() if c.outcome != "not run"}
+    ran = {n: c for n, c in record.claims.items() if c.ran}
     owners = {
         name: claim_of(nodeid)
         for nodeid, c in ran.items()
         for name, reading in record.readings.items()
-        if reading.key in c.lines
+        if reading.key in c.owns
     }
     checked_by: dict[str, list[str]] = {}
     for nodeid, c in ran.items():
@@ -231,14 +256,13 @@ def from_record(variant: Variant, record: Record, keys: Mapping[str, str]) -> Fr
     return Fragment(
         variant=variant,
         platform={k: str(v) for k, v in record.platform.items()},
-        claims={nodeid: c.outcome for nodeid, c in ran.items()},
+        claims={n: _kept(c) for n, c in record.claims.items()},
         readings={n: r for n, r in record.readings.items() if n in owners},
         tables={
             name: {column: [float(x) for x in values] for column, values in table.columns.items()}
             for name, table in record.tables.items()
             if platform_variant and name in checked_by
         },
-        sentences={nodeid: c.sentence for nodeid, c in record.claims.items()},
         keys={c: keys[c] for c in sorted({claim_of(n) for n in ran}) if c in keys},
         owners=owners,
         checked_by={n: tuple(sorted(set(by))) for n, by in checked_by.items() if platform_variant},
@@ -376,3 +400,8 @@ def _kept_key(platform: str, variant: str) -> str:
     """The key a fragment is kept under in pytest's cache: one entry per platform and
     variant, the latest written."""
     return digest("fragment", platform, variant)
+
+
+def _kept(claim: ClaimOutcome) -> ClaimOutcome:
+    """The part of a claim's outcome a fragment keeps: what it was and what it verifies."""
+    return ClaimOutcome.from_json({"outcome": claim.outcome, "sentence": claim.sentence})

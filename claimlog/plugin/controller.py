@@ -25,11 +25,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
 from claimlog.declaration import seed_variant_name
+from claimlog.evidence.record import ClaimOutcome, Record
 from claimlog.evidence.tables import Table
 from claimlog.evidence.verdicts import Moved, moved_in_the_recipe
 from claimlog.kernels import fingerprint, kernel_bits, reference_kernels
@@ -45,7 +46,7 @@ from claimlog.plugin.options import (
     owned_keys,
     sentence_of,
 )
-from claimlog.plugin.outcomes import NOT_VERIFIED, ClaimOutcome, LogAssembly, assemble_log
+from claimlog.plugin.outcomes import NOT_VERIFIED, LogAssembly, assemble_log, take
 from claimlog.plugin.session import (
     RUNS_CACHE,
     ClaimSession,
@@ -56,9 +57,6 @@ from claimlog.plugin.session import recipe as recipe_of
 from claimlog.plugin.session import training as training_of
 from claimlog.runs import TrainedRuns
 from claimlog.store import COMPUTED, REUSED, Event, atomic_write, relative
-
-if TYPE_CHECKING:
-    from claimlog.evidence.record import ClaimResult, Record
 
 
 def is_complete_log(path: Path, n_lines: int) -> bool:
@@ -184,7 +182,7 @@ class Controller:
     # -- collecting --------------------------------------------------------------------------
     def add_report(self, report: pytest.TestReport) -> None:
         """Every test report, xdist workers' too."""
-        self.claims.setdefault(report.nodeid, self._outcome()).add(report)
+        take(self.claims.setdefault(report.nodeid, self._outcome()), report)
         if report.failed and self.settings.update:
             # The failing claim never used its snapshot; syrupy would delete it as unused.
             self.config.option.no_cleanup = True
@@ -397,7 +395,6 @@ class Controller:
     def _record(self, session: pytest.Session) -> Record:
         """What this session did, for `--record` (the runner's and the sweep's jobs')."""
         from claimlog.evidence.keys import code_of
-        from claimlog.evidence.record import Record
 
         claims = self.claim_outcomes
         readings: dict[str, Reading] = {}
@@ -408,8 +405,8 @@ class Controller:
         s = self.settings
         return Record(
             exitstatus=int(session.exitstatus),
-            claims={nodeid: _result(c) for nodeid, c in claims.items()},
-            citations={nodeid: _result(c) for nodeid, c in self.claims.items() if c.citation},
+            claims=claims,
+            citations={nodeid: c for nodeid, c in self.claims.items() if c.citation},
             readings=readings,
             tables=tables,
             events=tuple(self.session.cache.events),
@@ -463,19 +460,6 @@ class Controller:
                 fixed = self.session.log.fixed_lines()
                 self._recipe = moved_in_the_recipe(recorded, fixed)
         return self._recipe
-
-
-def _result(claim: ClaimOutcome) -> ClaimResult:
-    from claimlog.evidence.record import ClaimResult
-
-    return ClaimResult(
-        claim.outcome,
-        claim.owns,
-        tuple(claim.readings),
-        tuple(claim.drifted),
-        claim.sentence,
-        tuple(claim.tables),
-    )
 
 
 CONTROLLER = pytest.StashKey[Controller]()  # on the controller's config only

@@ -6,20 +6,22 @@ each phase's report carries what that phase added, once (the plugin's
 `pytest_runtest_makereport`). `user_properties`, which JUnit XML and other reports print, holds
 only what a reader wants: the claim's sentence and the log lines it verified.
 
-`ClaimOutcome` gathers one claim's (or citation's) payloads, as every report carries them;
-`assemble_log` lays the verified lines out as the workshop script writes its log. The
-controller (`claimlog.plugin.controller`) and the reports (`claimlog.plugin.reporting`) both read
-them; neither is imported here.
+`take` gathers one claim's (or citation's) payloads, as every report carries them, into its
+`ClaimOutcome` (`claimlog.evidence.record`: the one type of a claim's outcome, which knows no
+pytest); `assemble_log` lays the verified lines out as the workshop script writes its log. The
+controller (`claimlog.plugin.controller`) and the reports (`claimlog.plugin.reporting`) both
+read them; neither is imported here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from claimlog.evidence.record import ClaimOutcome
 from claimlog.evidence.tables import Table
 from claimlog.evidence.verdicts import Moved, prints_as_stored
 from claimlog.log.lines import CitedLine, Log, LogLine
@@ -65,106 +67,55 @@ EXAMINED = "claimlog examined"
 
 
 # -- what the controller learns of each claim -----------------------------------------------
-@dataclass
-class ClaimOutcome:
-    """Everything the controller knows about one claim (or citation)."""
+def take(claim: ClaimOutcome, report: pytest.TestReport) -> None:
+    """One report of a claim (or citation), any phase, into what is known of it."""
+    claim.ran = True
+    for name, value in payloads(report):
+        _take(claim, name, value)
+    if report.failed:
+        claim.failed = True
+        claim.why = claim.why or _why(report)
+    elif report.skipped:
+        claim.skipped = True
+    elif report.when == "call" and report.passed:
+        claim.passed = True
 
-    owns: tuple[str, ...] = ()
-    lines: dict[str, LogLine] = field(default_factory=dict)
-    readings: dict[str, Reading] = field(default_factory=dict)
-    # Readings of lines another claim owns, bounded by this one: shown with the claim, but
-    # the record keeps each reading as its owner computed and bounded it.
-    bounded: dict[str, Reading] = field(default_factory=dict)
-    stored: dict[str, float] = field(default_factory=dict)
-    tables: dict[str, Table] = field(default_factory=dict)
-    numbers_files: set[str] = field(default_factory=set)
-    drift: list[str] = field(default_factory=list)
-    moved: dict[str, Moved] = field(default_factory=dict)  # by reading name
-    notes: list[str] = field(default_factory=list)
-    titles: list[dict[str, Any]] = field(default_factory=list)  # what its figures' titles state
-    cited: tuple[int, ...] = ()  # a citation's: the log lines it names
-    # A citation's, under an update, as the text feature sent them (`claimlog.text.rewrites`'
-    # Rewrite and Left as JSON): its quotes rewritten, and those left, with why.
-    rewrites: list[dict[str, Any]] = field(default_factory=list)
-    left: list[dict[str, Any]] = field(default_factory=list)
-    examined: list[str] = field(default_factory=list)  # what sets this machine apart, found
-    sentence: str = ""
-    why: str = ""  # a failure's reason, in one line: what pytest's report calls its crash
-    failed: bool = False
-    passed: bool = False
-    skipped: bool = False
-    ran: bool = False  # False for a claim only known as deselected
-    citation: bool = False
-    # Computed at other seeds than the workshop's own (--sampler-seed 3): the numbers that
-    # moved from the snapshots (of the workshop's seeds) are another experiment's, judged
-    # against that seed's evidence, not drift (a number that moved with the platform alone).
-    another_experiment: bool = False
 
-    @property
-    def drifted(self) -> list[str]:
-        """The numbers that drifted: those that moved, unless this is another experiment."""
-        return [] if self.another_experiment else self.drift
-
-    @property
-    def status(self) -> str:
-        if self.failed:
-            return "failed"
-        if self.passed:
-            return "drifted" if self.drifted else "verified"
-        return "skipped" if self.skipped else "not run"
-
-    @property
-    def outcome(self) -> str:
-        """The outcome as the session record states it."""
-        return {"verified": "passed", "drifted": "passed"}.get(self.status, self.status)
-
-    def add(self, report: pytest.TestReport) -> None:
-        self.ran = True
-        for name, value in payloads(report):
-            self._take(name, value)
-        if report.failed:
-            self.failed = True
-            self.why = self.why or _why(report)
-        elif report.skipped:
-            self.skipped = True
-        elif report.when == "call" and report.passed:
-            self.passed = True
-
-    def _take(self, name: str, value: Any) -> None:
-        """One payload of a report (`channel`) into this outcome; a name this engine does
-        not know is left."""
-        if name == OWNS:
-            self.owns = tuple(value)
-        elif name == SENTENCE:
-            self.sentence = str(value)
-        elif name == LINE:
-            line = LogLine.from_json(value)
-            self.lines[line.key] = line
-        elif name in (READINGS, BOUNDED):
-            into = self.readings if name == READINGS else self.bounded
-            into.update((r.name, r) for r in map(Reading.from_json, value))
-        elif name == MOVED:
-            self.moved.update((m.reading.name, m) for m in map(Moved.from_json, value))
-        elif name == STORED:
-            self.stored.update(value)
-        elif name == TABLE:
-            table = Table.from_json(value)
-            self.tables[table.name] = table
-        elif name == NUMBERS_FILE:
-            self.numbers_files.add(str(value))
-        elif name == CITED:
-            self.cited = tuple(int(n) for n in value)
-        elif name == CITATION:
-            self.citation = True
-        elif name in (DRIFT, NOTE, EXAMINED):
-            said = {DRIFT: self.drift, NOTE: self.notes, EXAMINED: self.examined}[name]
-            _once(said, str(value))
-        elif name == TITLE:
-            _once(self.titles, dict(value))
-        elif name == REWRITE:
-            _once(self.rewrites, dict(value))
-        elif name == LEFT:
-            _once(self.left, dict(value))
+def _take(claim: ClaimOutcome, name: str, value: Any) -> None:
+    """One payload of a report (`channel`) into `claim`; a name this engine does not know
+    is left."""
+    if name == OWNS:
+        claim.owns = tuple(value)
+    elif name == SENTENCE:
+        claim.sentence = str(value)
+    elif name == LINE:
+        line = LogLine.from_json(value)
+        claim.lines[line.key] = line
+    elif name in (READINGS, BOUNDED):
+        into = claim.readings if name == READINGS else claim.bounded
+        into.update((r.name, r) for r in map(Reading.from_json, value))
+    elif name == MOVED:
+        claim.moved.update((m.reading.name, m) for m in map(Moved.from_json, value))
+    elif name == STORED:
+        claim.stored.update(value)
+    elif name == TABLE:
+        table = Table.from_json(value)
+        claim.tables[table.name] = table
+    elif name == NUMBERS_FILE:
+        claim.numbers_files.add(str(value))
+    elif name == CITED:
+        claim.cited = tuple(int(n) for n in value)
+    elif name == CITATION:
+        claim.citation = True
+    elif name in (DRIFT, NOTE, EXAMINED):
+        said = {DRIFT: claim.drift, NOTE: claim.notes, EXAMINED: claim.examined}[name]
+        _once(said, str(value))
+    elif name == TITLE:
+        _once(claim.titles, dict(value))
+    elif name == REWRITE:
+        _once(claim.rewrites, dict(value))
+    elif name == LEFT:
+        _once(claim.left, dict(value))
 
 
 def _why(report: pytest.TestReport) -> str:

@@ -26,12 +26,13 @@ import pytest
 
 from claimlog.declaration import seed_variant_name
 from claimlog.evidence.fragility import Fragility, listed
+from claimlog.evidence.record import ClaimOutcome
 from claimlog.evidence.verdicts import Moved
 from claimlog.log.lines import PLOT, Log
 from claimlog.log.readings import Reading
 from claimlog.platform import Platform
 from claimlog.plugin.options import Settings, owned_keys
-from claimlog.plugin.outcomes import DRIFT, READINGS, STORED, ClaimOutcome, LogAssembly, payloads
+from claimlog.plugin.outcomes import DRIFT, READINGS, STORED, LogAssembly, payloads
 from claimlog.plugin.session import ClaimSession
 from claimlog.store import atomic_write, relative
 

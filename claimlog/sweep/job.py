@@ -68,7 +68,7 @@ class Checkout:
     def check(self, record: Record) -> None:
         """RuntimeError, naming both codes, unless the session of `record` computed each of
         its claims with this checkout's code (the same key)."""
-        ran = sorted({claim_of(n) for n, c in record.claims.items() if c.outcome != "not run"})
+        ran = sorted({claim_of(n) for n, c in record.claims.items() if c.ran})
         differ = [c for c in ran if c in self.keys and record.keys.get(c) != self.keys[c]]
         if not differ:
             return

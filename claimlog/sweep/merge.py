@@ -182,7 +182,7 @@ def merge(fragments: list[Fragment], places: Places, workshop: Declaration) -> M
         owners=ref.owners,
     )
     outcomes = {
-        axis: {"seed-0": ref.claims, **{n: f.claims for n, f in chosen.items()}}
+        axis: {"seed-0": ref.outcomes, **{n: f.outcomes for n, f in chosen.items()}}
         for axis, chosen in seeds.items()
         if chosen
     }
@@ -194,8 +194,8 @@ def merge(fragments: list[Fragment], places: Places, workshop: Declaration) -> M
         for axis, chosen in seeds.items()
         if chosen
     }
-    on_release = {release(ref.platform): ref.claims}
-    on_release.update({r: platforms[name].claims for r, name in releases.items()})
+    on_release = {release(ref.platform): ref.outcomes}
+    on_release.update({r: platforms[name].outcomes for r, name in releases.items()})
     ordered = dict(sorted(on_release.items(), key=lambda kv: version_key(kv[0])))
     return Merged(
         fragility,
@@ -206,7 +206,7 @@ def merge(fragments: list[Fragment], places: Places, workshop: Declaration) -> M
             ref.sentences,
             ordered if releases else None,
             ref.keys,
-            {label: platforms[name].claims for name, label in architectures.items()},
+            {label: platforms[name].outcomes for name, label in architectures.items()},
         ),
     )
 
