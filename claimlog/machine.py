@@ -119,13 +119,30 @@ print(" ".join(core.__cpu_dispatch__))
 """
 
 
+NUMPY_FOLDER = "claimlog-numpy"  # where pytest's cache keeps numpy's dispatch targets
+
+
+def numpy_build_key() -> str:
+    """What numpy's dispatch targets depend on, read without importing numpy: its compiled
+    core, by path, size and time (a numpy installed again in the same place is another file).
+    "" where there is no numpy to find."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("numpy")
+    folders = list(spec.submodule_search_locations or ()) if spec else []
+    cores = sorted(
+        core for folder in folders for core in Path(folder).glob("*core/_multiarray_umath.*")
+    )
+    if not cores:
+        return ""
+    found = cores[0].stat()
+    return digest(json.dumps([str(cores[0]), found.st_size, found.st_mtime_ns]))
+
+
 @cache
-def numpy_dispatch_targets() -> tuple[str, ...]:
-    """The dispatch targets the installed numpy was built with ("AVX2", "AVX512F", ...,
-    "AVX512_SPR" in newer releases): asked of numpy in a child process while this one has
-    not imported it, because numpy reads NPY_DISABLE_CPU_FEATURES once, as it is imported."""
-    if "numpy" in sys.modules:
-        return tuple(_numpy_core().__cpu_dispatch__)
+def _ask_numpy() -> tuple[str, ...]:
+    """numpy's dispatch targets, asked in a child process (this one must not import numpy
+    before NPY_DISABLE_CPU_FEATURES is set): once per process."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NPY_")}
     answer = subprocess.run(
         [sys.executable, "-c", _ASK_NUMPY], env=env, capture_output=True, text=True, check=True
@@ -133,11 +150,34 @@ def numpy_dispatch_targets() -> tuple[str, ...]:
     return tuple(answer.stdout.split())
 
 
-def numpy_reference() -> str:
+def numpy_dispatch_targets(store: Store | None = None) -> tuple[str, ...]:
+    """The dispatch targets the installed numpy was built with ("AVX2", "AVX512F", ...,
+    "AVX512_SPR" in newer releases): asked of numpy in a child process while this one has
+    not imported it, because numpy reads NPY_DISABLE_CPU_FEATURES once, as it is imported.
+    Starting Python to ask costs a tenth of a second, so the answer is kept in `store`
+    (pytest's cache) under the key of numpy's build; without a store, numpy is asked."""
+    if "numpy" in sys.modules:
+        return tuple(_numpy_core().__cpu_dispatch__)
+    key = numpy_build_key()
+    if not key:
+        return _ask_numpy()  # and numpy's own error says what is missing
+    targets = Memo(store, "numpy's build").get(
+        "numpy's dispatch targets",
+        key,
+        _ask_numpy,
+        encode=lambda targets: " ".join(targets).encode(),
+        decode=lambda entry: tuple(entry.content.decode().split()),
+    )
+    assert targets is not None  # waiting for the lock always gives an answer
+    return targets
+
+
+def numpy_reference(store: Store | None = None) -> str:
     """The reference's NPY_DISABLE_CPU_FEATURES: every AVX-512 dispatch target of the
     installed numpy, whatever its release ("" where it has none: nothing to turn off). numpy
-    warns of a name it does not dispatch to, so the names are numpy's own."""
-    return " ".join(t for t in numpy_dispatch_targets() if t.startswith("AVX512"))
+    warns of a name it does not dispatch to, so the names are numpy's own. `store`: where
+    pytest's cache keeps them (`numpy_dispatch_targets`)."""
+    return " ".join(t for t in numpy_dispatch_targets(store) if t.startswith("AVX512"))
 
 
 TORCH_FACTS = ("torch", "cpu capability", "widest capability")

@@ -66,6 +66,7 @@ from claimlog.machine import (
     numpy_simd,
     x86_64,
 )
+from claimlog.store import Store
 
 NOT_SET = "(not set)"
 
@@ -105,13 +106,15 @@ def apply(
     native: bool = False,
     environ: MutableMapping[str, str] | None = None,
     threads: int | None = None,
+    store: Store | None = None,
 ) -> dict[str, str]:
     """Set the reference kernels in `environ` (this process's environment by default) where
     the user has not set them; with `native`, leave torch's kernels to the machine (numpy's
     cap stays: numpy cannot be told again once imported). Given `threads`, torch's intra-op
     thread count too (`THREADS`; a torch imported already is told at once). The one place
-    claimlog writes the environment, which the processes it starts inherit. Returns, per
-    kernel variable, who decided it: "user", "reference" or "machine"."""
+    claimlog writes the environment, which the processes it starts inherit. `store`: where
+    pytest's cache keeps numpy's dispatch targets (`numpy_reference`). Returns, per kernel
+    variable, who decided it: "user", "reference" or "machine"."""
     env = os.environ if environ is None else environ
     if threads is not None:
         env[THREADS] = str(threads)
@@ -141,7 +144,7 @@ def apply(
         ):
             origins[name] = MACHINE
         else:
-            value = TORCH_REFERENCE[name] if name in TORCH_REFERENCE else numpy_reference()
+            value = TORCH_REFERENCE[name] if name in TORCH_REFERENCE else numpy_reference(store)
             if not value:
                 origins[name] = MACHINE  # a numpy with no AVX-512 targets: nothing to turn off
                 continue
@@ -152,12 +155,14 @@ def apply(
     return origins
 
 
-def applied(native: bool = False, threads: int | None = None) -> tuple[dict[str, str], list[str]]:
+def applied(
+    native: bool = False, threads: int | None = None, store: Store | None = None
+) -> tuple[dict[str, str], list[str]]:
     """`apply` to this process's environment: who decided each kernel variable, and the
     variables it changed, in `VARIABLES`' order (a torch or numpy imported before them
     computes with its own choice, and claimlog says so)."""
     before = {name: os.environ.get(name) for name in VARIABLES}
-    origins = apply(native=native, threads=threads)
+    origins = apply(native=native, threads=threads, store=store)
     return origins, [name for name, value in before.items() if os.environ.get(name) != value]
 
 

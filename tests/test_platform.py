@@ -9,6 +9,7 @@ import pytest
 from claimlog import machine
 from claimlog import platform as kernels
 from claimlog.platform import Platform, platform_id
+from claimlog.store import Store
 
 
 def identity(env):
@@ -173,9 +174,11 @@ def test_the_reference_turns_off_every_avx512_target_of_the_installed_numpy(monk
     """Whatever its release: a newer numpy's AVX512_SPR target is turned off too, and no name
     numpy does not dispatch to is given (numpy warns of one)."""
     newer = ("AVX2", "AVX512F", "AVX512CD", "AVX512_SKX", "AVX512_ICL", "AVX512_SPR")
-    monkeypatch.setattr(machine, "numpy_dispatch_targets", lambda: newer)
+    monkeypatch.setattr(machine, "numpy_dispatch_targets", lambda store=None: newer)
     assert machine.numpy_reference() == "AVX512F AVX512CD AVX512_SKX AVX512_ICL AVX512_SPR"
-    monkeypatch.setattr(machine, "numpy_dispatch_targets", lambda: ("NEON", "ASIMD", "ASIMDHP"))
+    monkeypatch.setattr(
+        machine, "numpy_dispatch_targets", lambda store=None: ("NEON", "ASIMD", "ASIMDHP")
+    )
     env = {}
     assert kernels.apply(environ=env)["NPY_DISABLE_CPU_FEATURES"] == kernels.MACHINE
     assert "NPY_DISABLE_CPU_FEATURES" not in env
@@ -187,10 +190,24 @@ def test_the_installed_numpys_targets_are_asked_of_numpy_itself():
     assert set(machine.numpy_reference().split()) == {t for t in targets if "AVX512" in t}
 
 
+def test_numpys_targets_are_kept_in_pytests_cache_by_its_build(tmp_path, monkeypatch):
+    """Asking numpy starts Python (a tenth of a second of every session): the answer is kept
+    under the key of numpy's compiled core, and read back without asking."""
+    monkeypatch.delitem(sys.modules, "numpy", raising=False)  # as the entry point finds it
+    kept = Store(tmp_path)
+    asked = machine.numpy_dispatch_targets(kept)
+    assert kept.get(machine.numpy_build_key()) is not None
+    monkeypatch.setattr(machine, "_ask_numpy", lambda: pytest.fail("asked again"))
+    assert machine.numpy_dispatch_targets(kept) == asked
+    assert machine.numpy_build_key() != ""  # the key names the installed numpy's core
+
+
 def test_a_child_process_keeps_numpys_cap_without_asking_numpy_again(avx2, monkeypatch):
     parent = {}
     kernels.apply(environ=parent)
-    monkeypatch.setattr(machine, "numpy_dispatch_targets", lambda: pytest.fail("asked again"))
+    monkeypatch.setattr(
+        machine, "numpy_dispatch_targets", lambda store=None: pytest.fail("asked again")
+    )
     child = dict(parent)
     origins = kernels.apply(native=True, environ=child)
     assert child["NPY_DISABLE_CPU_FEATURES"] == parent["NPY_DISABLE_CPU_FEATURES"]

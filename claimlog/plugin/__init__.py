@@ -93,9 +93,10 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     if not spec:
         return
     from claimlog.platform import NUMPY_VARIABLE, TORCH_VARIABLES, applied
+    from claimlog.plugin.options import numpy_store
 
     reads = {"torch": TORCH_VARIABLES, "numpy": (NUMPY_VARIABLE,)}
-    _, changed = applied()
+    _, changed = applied(store=numpy_store(early_config))
     # torch and numpy read their variables as they are imported: one imported already
     # computes with its own choice (the platform says what), not the reference's.
     imported_first = [

@@ -28,7 +28,9 @@ import pytest
 
 from claimlog.declaration import Declaration, seed_variant_name
 from claimlog.log.lines import Log
+from claimlog.machine import NUMPY_FOLDER
 from claimlog.places import Places
+from claimlog.store import Store
 
 # -- options and settings -------------------------------------------------------------------
 UPDATE_COMMAND = "pytest claims/ --snapshot-update"
@@ -380,3 +382,22 @@ def runs_claims(config: pytest.Config) -> bool:
         if path == claims or claims in path.parents or path in claims.parents:
             return True
     return False
+
+
+def pytest_cache_folder(config: pytest.Config) -> Path | None:
+    """Where pytest's Cache.mkdir(...) puts its folders, known before the cache plugin is
+    configured (the entry point's pytest_load_initial_conftests, pytest_xdist_auto_num_workers
+    and the session's pytest_configure run first); None under `-p no:cacheprovider`."""
+    if not config.pluginmanager.has_plugin("cacheprovider"):
+        return None
+    return config.rootpath / str(config.getini("cache_dir")) / "d"
+
+
+def numpy_store(config: pytest.Config) -> Store | None:
+    """Where pytest's cache keeps numpy's dispatch targets (`claimlog.machine.NUMPY_FOLDER`),
+    known before the cache plugin is configured: only where pytest has made its cache folder
+    already (with its .gitignore); else numpy is asked."""
+    folder = pytest_cache_folder(config)
+    if folder is None or not folder.parent.is_dir():
+        return None
+    return Store(folder / NUMPY_FOLDER)

@@ -42,7 +42,6 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import replace
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -65,7 +64,9 @@ from claimlog.plugin.options import (
     UPDATE_COMMAND,
     Settings,
     is_controller,
+    numpy_store,
     places_of,
+    pytest_cache_folder,
     read_settings,
     refuse_unwritable,
     seeds_given,
@@ -206,7 +207,7 @@ class SessionCache:
     def kept_early(self, what: str) -> Store | None:
         """`kept`, before the cache plugin is configured: only where pytest has made its
         cache folder already (with its .gitignore)."""
-        folder = _pytest_cache(self.session.config)
+        folder = pytest_cache_folder(self.session.config)
         if folder is None or not folder.parent.is_dir():
             return None
         return Store(folder / self.folder(what))
@@ -410,7 +411,7 @@ def every_run_kept(session: ClaimSession) -> bool:
         return False
     if config.getoption("claimlog_recompute") or config.getoption("claimlog_strict_numbers"):
         return False
-    cache = _pytest_cache(config)
+    cache = pytest_cache_folder(config)
     if cache is None:
         return False
     kept = Store(cache / TORCH_FACTS_FOLDER)
@@ -472,7 +473,7 @@ def set_environment(config: pytest.Config, s: Settings) -> dict[str, str]:
     ATen, MKL and oneDNN read their variables as they start, and the thread count changes the
     training-end numbers. A torch imported already computes with its own choice: said as a
     warning. Returns who chose each kernel variable."""
-    origins, changed = applied(native=s.native_kernels, threads=s.torch_threads)
+    origins, changed = applied(s.native_kernels, s.torch_threads, numpy_store(config))
     if "torch" in sys.modules and changed:
         config.issue_config_time_warning(
             pytest.PytestConfigWarning(
@@ -482,15 +483,6 @@ def set_environment(config: pytest.Config, s: Settings) -> dict[str, str]:
             stacklevel=2,
         )
     return origins
-
-
-def _pytest_cache(config: pytest.Config) -> Path | None:
-    """Where pytest's Cache.mkdir(...) puts its folders, known before the cache plugin is
-    configured (pytest_xdist_auto_num_workers and this plugin's pytest_configure run first);
-    None under `-p no:cacheprovider`."""
-    if not config.pluginmanager.has_plugin("cacheprovider"):
-        return None
-    return config.rootpath / str(config.getini("cache_dir")) / "d"
 
 
 def _locked(places: Places) -> Update:
