@@ -1,13 +1,15 @@
 """The log's layout and wording: rendered from readings, byte for byte the script's text."""
 
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from bnvg.log import fill
 from bnvg.log.layout import log as bnvg_log
 from claimlog import Template
-from claimlog.log.lines import PublishedLogError
+from claimlog.log.lines import Log, PublishedLogError
 from claimlog.log.readings import LOSS, Quantity
 
 LOG = bnvg_log()  # the workshop's log, as claimlog reads it
@@ -93,6 +95,44 @@ def test_a_published_log_that_does_not_fit_the_layout_is_refused_naming_the_line
     bad.write_text("too short\n")
     with pytest.raises(PublishedLogError, match=r"has 1 lines; the layout of results\.log has 107"):
         LOG.read_published(bad)
+
+
+def test_a_session_keeps_a_log_it_read_back_until_the_text_or_the_layout_changes(
+    tmp_path, monkeypatch
+):
+    """Reading a log back compiles a pattern per line, a tenth of a warm session: pytest's
+    cache keeps the readings under the key of the text and of the layout's wording."""
+    from claimlog.plugin.session import SessionCache
+
+    (tmp_path / ".pytest_cache").mkdir()  # pytest made its cache folder: kept there
+    config = SimpleNamespace(
+        pluginmanager=SimpleNamespace(has_plugin=lambda name: True),
+        rootpath=tmp_path,
+        getini=lambda name: ".pytest_cache",
+    )
+    cache = SessionCache(
+        SimpleNamespace(log=LOG, config=config, workshop=SimpleNamespace(name="w"))
+    )
+    published = tmp_path / "published.log"
+    published.write_text(PUBLISHED.read_text())
+    read = cache.read_log(published)
+    assert read == LOG.read_published(PUBLISHED)
+    assert [r.printed for r in read.values()] == [
+        r.printed for r in LOG.read_published(PUBLISHED).values()
+    ]
+    with monkeypatch.context() as patched:
+        patched.setattr(Log, "read_published", lambda self, path: pytest.fail("read again"))
+        assert cache.read_log(published) == read
+    # Another text, or another wording of a line, is read again (and refused where wrong).
+    lines = PUBLISHED.read_text().splitlines()
+    lines[39] = "gradient ratio, layer 1 vs output: 3.32e-04 (lots smaller)"
+    published.write_text("\n".join(lines) + "\n")
+    with pytest.raises(PublishedLogError, match=r"published.log:40 does not read as"):
+        cache.read_log(published)
+    line = LOG.lines[39]
+    reworded = Template(line.template.text + ".", line.template.numbers)
+    lines = (*LOG.lines[:39], replace(line, template=reworded), *LOG.lines[40:])
+    assert replace(LOG, lines=lines).reading_back() != LOG.reading_back()
 
 
 def test_filled_lines_carry_their_bounds_and_refill_with_stored_values():

@@ -407,6 +407,18 @@ class Log:
         """The number of the log's versions line (`VERSIONS`), if it has one."""
         return self._index.get(VERSIONS)
 
+    def reading_back(self) -> str:
+        """What reading a published log back depends on besides its text, as one string:
+        each line's key, the pattern it is read with and its quantities. Reading compiles a
+        pattern per line (a tenth of a warm session), so a session keeps what it read under
+        this and the text (`claimlog.plugin.session.SessionCache.read_log`)."""
+        return repr(
+            [
+                (line.key, line.template._regex(line.text), list(line.template.quantities()))
+                for line in self.lines
+            ]
+        )
+
     def read_published(self, path: Path) -> dict[str, Reading]:
         """Every number the published log prints, by reading name, each at the precision its
         author printed it ("2.07" stays "2.07" where results.log prints "2.0700").

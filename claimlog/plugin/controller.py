@@ -454,7 +454,7 @@ class Controller:
                 record = transaction.before / record.relative_to(places.root)
             if self.claim_outcomes and record.is_file():
                 try:
-                    recorded = self.session.log.read_published(record)
+                    recorded = self.session.cache.read_log(record)
                 except PublishedLogError:
                     return []  # another layout: its lines are not these lines
                 fixed = self.session.log.fixed_lines()

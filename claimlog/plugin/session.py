@@ -37,11 +37,13 @@ which writes the session's files and summary.
 
 from __future__ import annotations
 
+import json
 import sys
 import uuid
 from collections.abc import Mapping
 from dataclasses import replace
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -73,7 +75,7 @@ from claimlog.plugin.options import (
 )
 from claimlog.plugin.recording import KernelRecording
 from claimlog.runs import TrainedRuns
-from claimlog.store import Event, Memo, Store
+from claimlog.store import Event, Memo, Store, digest
 
 if TYPE_CHECKING:
     from claimlog.transaction import Update
@@ -163,7 +165,7 @@ class ClaimSession:
         if not path.exists():
             return {}
         try:
-            return self.log.read_published(path)
+            return self.cache.read_log(path)
         except PublishedLogError as error:
             raise pytest.UsageError(f"the published log: {error}") from None
 
@@ -211,6 +213,26 @@ class SessionCache:
         if folder is None or not folder.parent.is_dir():
             return None
         return Store(folder / self.folder(what))
+
+    def read_log(self, path: Path) -> dict[str, Reading]:
+        """`Log.read_published(path)`, kept in pytest's cache (where it already is) under the
+        key of the file's text and how the layout reads it back (`Log.reading_back`)."""
+        log = self.session.log
+        try:
+            text = path.read_bytes()
+        except OSError:
+            return log.read_published(path)  # which says why it cannot be read
+        readings = Memo(self.kept_early("logs"), "log read back").get(
+            str(path),
+            digest(text + log.reading_back().encode()),
+            lambda: log.read_published(path),
+            encode=lambda found: json.dumps([r.to_json() for r in found.values()]).encode(),
+            decode=lambda entry: {
+                r.name: r for r in map(Reading.from_json, json.loads(entry.content))
+            },
+        )
+        assert readings is not None  # waiting for the lock always gives an answer
+        return readings
 
     def platform_store(self) -> Store | None:
         """Where pytest's cache keeps what this machine's platform is (torch's facts, the
