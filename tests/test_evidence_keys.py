@@ -206,7 +206,8 @@ def test_a_fragments_fresh_part_holds_the_claims_whose_key_is_unchanged():
     assert fresh.tables == old.tables  # one fresh checker is enough: a table is one computation
     assert old.stale(current) == [B]
     # A session of the stale claim alone, put over the fresh part: the whole fragment again.
-    redone = fragment({B: "k2 edited"}, outcomes={B: "passed"})
+    # It knew A only as deselected ("not run"): A keeps the outcome the fresh part holds.
+    redone = fragment({B: "k2 edited"}, outcomes={B: "passed", f"{A}[1]": "not run"})
     whole = fresh.updated(redone)
     assert whole.stale(current) == []
     assert whole.outcomes == {f"{A}[1]": "passed", B: "passed"}
