@@ -27,12 +27,10 @@ import pytest
 from claimlog.declaration import seed_variant_name
 from claimlog.evidence.fragility import Fragility, listed
 from claimlog.evidence.record import ClaimOutcome
-from claimlog.evidence.verdicts import Moved
 from claimlog.log.lines import PLOT, Log
 from claimlog.log.readings import Reading
-from claimlog.platform import Platform
 from claimlog.plugin.options import Settings, owned_keys
-from claimlog.plugin.outcomes import DRIFT, READINGS, STORED, LogAssembly, payloads
+from claimlog.plugin.outcomes import DRIFT, READINGS, STORED, payloads
 from claimlog.plugin.session import ClaimSession
 from claimlog.store import atomic_write, relative
 
@@ -56,10 +54,11 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _stored_printed(reading: Reading, claim: ClaimOutcome) -> str:
-    if reading.name not in claim.stored:
+def _stored_printed(reading: Reading, stored: Mapping[str, float]) -> str:
+    """The reading as its snapshot stores it, printed; "" where it has none."""
+    if reading.name not in stored:
         return ""
-    return reading.with_value(reading.value_from_float(claim.stored[reading.name])).printed
+    return reading.with_value(reading.value_from_float(stored[reading.name])).printed
 
 
 def _travels(
@@ -77,26 +76,18 @@ def _travels(
     return platforms, f"{evidence.bound}: {over}" if over else ""
 
 
-def render_claims_report(
-    path: Path,
-    session: ClaimSession,
-    claims: Mapping[str, ClaimOutcome],
-    log: LogAssembly | None,
-    platform: Platform | None,
-    invocation: Sequence[str],
-    moved: Sequence[Moved] = (),
-    features: Sequence[str] = (),
-) -> str:
-    """The report of `session`'s `claims`, to be written at `path` (its figures are linked
-    from there). The evidence is the sweep's table without the readings of the stale claims
-    (whose evidence is of another key than this checkout's);
-    `moved`: the quoted numbers printed otherwise than their snapshots, in log order;
-    `features`: what the feature plugins add, in Markdown (with --workshop: what the text
-    cites, what an update did to it, the numbers of its prose that cite no line)."""
+def render_claims_report(path: Path, controller: Controller, features: Sequence[str]) -> str:
+    """The report of the claims `controller` collected, to be written at `path` (its figures
+    are linked from there): its log, the platform it computed on, and the quoted numbers
+    printed otherwise than their snapshots (`Controller.moved`), in log order. The evidence is
+    the sweep's table without the readings of the stale claims (whose evidence is of another
+    key than this checkout's); `features`: what the feature plugins add, in Markdown (with
+    --workshop: what the text cites, what an update did to it, the numbers of its prose that
+    cite no line)."""
+    session, claims, log = controller.session, controller.claim_outcomes, controller.log
     settings, root, workshop = session.settings, session.config.rootpath, session.workshop
     fragility, stale = session.evidence.fragility(), session.evidence.stale_claims()
-    layout = session.log
-    published = session.published  # read and checked as the session configured
+    layout, moved, platform = session.log, controller.moved, controller.platform
     counts = {s: sum(1 for c in claims.values() if c.status == s) for s in STATUSES}
     # Each count includes the reference (seed 0 on the reference platform).
     counted = [f"{len(fragility.on_axis('platform')) + 1} platforms"] + [
@@ -108,7 +99,7 @@ def render_claims_report(
     out = [
         "# Claims report",
         "",
-        f"- run: `pytest {shlex.join(invocation)}`",
+        f"- run: `pytest {shlex.join(session.config.invocation_params.args)}`",
         f"- platform: {platform.describe() if platform else '(nothing computed)'}",
         f"- {len(claims)} claims: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n),
         "- results.log: "
@@ -163,7 +154,7 @@ def render_claims_report(
         nodeids = by_section[section]
         out += ["", f"## {section}"]
         for nodeid in nodeids:
-            out += _claim(nodeid, claims[nodeid], session, published, path)
+            out += _claim(nodeid, claims[nodeid], session, path)
     return "\n".join(out) + "\n"
 
 
@@ -171,14 +162,8 @@ def _position(claim: ClaimOutcome, log: Log) -> int:
     return min((log.line_number(k) for k in claim.owns), default=10_000)
 
 
-def _claim(
-    nodeid: str,
-    claim: ClaimOutcome,
-    session: ClaimSession,
-    published: Mapping[str, Reading],
-    report: Path,
-) -> list[str]:
-    settings, seeds = session.settings, session.workshop.seeds
+def _claim(nodeid: str, claim: ClaimOutcome, session: ClaimSession, report: Path) -> list[str]:
+    settings, seeds, published = session.settings, session.workshop.seeds, session.published
     fragility = session.evidence.fragility()
     lines = claim.owns and ", ".join(str(session.log.line_number(k)) for k in claim.owns)
     out = [
@@ -202,7 +187,7 @@ def _claim(
             status, over = _travels(r.name, fragility, seeds)
             pub = published[r.name].printed if r.name in published else ""
             out.append(
-                f"| {_cell(r.name)} | {r.printed} | {_stored_printed(r, claim)} | {pub} "
+                f"| {_cell(r.name)} | {r.printed} | {_stored_printed(r, claim.stored)} | {pub} "
                 f"| {status} | {over} |"
             )
     for key in claim.owns:
@@ -297,9 +282,7 @@ def _readings_table(
         if r.kind.name == "setting":
             continue
         evidence = table.reading(r.name)
-        snapshot = (
-            r.with_value(r.value_from_float(stored[r.name])).printed if r.name in stored else ""
-        )
+        snapshot = _stored_printed(r, stored)
         rows.append(
             "<tr>"
             + "".join(
@@ -347,17 +330,8 @@ class Reports:
         if self.path is None:
             return
         sections = self.session.config.hook.pytest_claimlog_report(controller=controller)
-        text = render_claims_report(
-            self.path,
-            self.session,
-            controller.claim_outcomes,
-            controller.log,
-            controller.platform,
-            self.session.config.invocation_params.args,
-            controller.moved,
-            [line for found in sections for line in found],
-        )
-        atomic_write(self.path, text)
+        features = [line for found in sections for line in found]
+        atomic_write(self.path, render_claims_report(self.path, controller, features))
         root = self.session.config.rootpath
         controller.summary.append(f"wrote the claims report {relative(self.path, root)}")
 
