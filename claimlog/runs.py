@@ -146,7 +146,7 @@ class TrainedRuns:
         """The run `name`: kept from before, or trained now (waiting for a process that is
         training it)."""
         if known_run(self.training, name) not in self._done:
-            self._done[name] = self._load_or_train(name, wait=True)
+            self._done[name] = self._load_or_train(name)
         return self._done[name]
 
     def prefetch(self, names: Sequence[str]) -> None:
@@ -220,7 +220,7 @@ class TrainedRuns:
             "run": dict(self.training.describe(run)),
         }
 
-    def _load_or_train(self, name: str, wait: bool) -> Any:
+    def _load_or_train(self, name: str) -> Any:
         key = self.kept_key(name)
 
         def train() -> Any:
@@ -235,7 +235,6 @@ class TrainedRuns:
             encode=self.training.encode,
             decode=lambda entry: self._decode(name, entry, key),
             about=self._about(name),
-            wait=wait,
         )
 
 

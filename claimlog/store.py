@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from filelock import FileLock, Timeout
+from filelock import FileLock
 
 
 def digest(*parts: bytes | str) -> str:
@@ -197,22 +197,16 @@ class Memo:
         encode: Callable[[T], bytes],
         decode: Callable[[Entry], T],
         about: Callable[[T], Mapping[str, Any]] = lambda value: {},
-        wait: bool = True,
-    ) -> T | None:
+    ) -> T:
         """The result `name`: kept from before, or computed now by `compute()` and kept
-        (`encode` makes its bytes, `about` its description; `decode` reads an entry back).
-        With `wait=False`, None when another process holds the key's lock (computing it)."""
+        (`encode` makes its bytes, `about` its description; `decode` reads an entry back),
+        waiting while another process holds the key's lock (computing it)."""
         if self.store is None:
             started = time.perf_counter()
             value = compute()
             self.on_event(Event(COMPUTED, self.kind, name, seconds=time.perf_counter() - started))
             return value
-        lock = self.store.lock(key, timeout=-1 if wait else 0)
-        try:
-            lock.acquire()
-        except Timeout:
-            return None
-        try:
+        with self.store.lock(key):
             found = self.found(name, key, decode)
             if found is not MISSING:
                 return found  # type: ignore[return-value]
@@ -220,8 +214,6 @@ class Memo:
             value = compute()
             self.keep(name, key, value, encode, about, time.perf_counter() - started)
             return value
-        finally:
-            lock.release()
 
     def found(self, name: str, key: str, decode: Callable[[Entry], T]) -> T | object:
         """The kept result, telling `on_event` it was reused, or MISSING (a damaged entry, or

@@ -98,14 +98,13 @@ def claim_keys(places: Places, workshop: Declaration, kept: Store | None = None)
         "python": sys.version,
     }
     inputs = digest(json.dumps(sliced))
-    found: dict[str, str] | None = Memo(kept, "claim keys").get(
+    found: dict[str, str] = Memo(kept, "claim keys").get(
         "claim keys",
         inputs,
         lambda: dict(_claim_keys(claims, roots, plugins, state, parts, training, recipe)),
         encode=lambda keys: json.dumps(keys, sort_keys=True).encode(),
         decode=lambda entry: json.loads(entry.content),
     )
-    assert found is not None  # waiting for the lock always gives the keys
     return found
 
 

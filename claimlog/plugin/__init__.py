@@ -92,11 +92,12 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     spec = str(early_config.getini(INI_NAME))
     if not spec:
         return
+    from claimlog.machine import NUMPY_FOLDER
     from claimlog.platform import NUMPY_VARIABLE, TORCH_VARIABLES, applied
-    from claimlog.plugin.options import numpy_store
+    from claimlog.plugin.options import early_store
 
     reads = {"torch": TORCH_VARIABLES, "numpy": (NUMPY_VARIABLE,)}
-    _, changed = applied(store=numpy_store(early_config))
+    _, changed = applied(store=early_store(early_config, NUMPY_FOLDER))
     # torch and numpy read their variables as they are imported: one imported already
     # computes with its own choice (the platform says what), not the reference's.
     imported_first = [
@@ -228,11 +229,9 @@ class Claims:
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
         """A claim that read a moved history but never quoted still fails, naming it."""
         result = yield
-        from claimlog.plugin.numbers import pending
+        from claimlog.plugin.numbers import raise_pending
 
-        deferred = pending(item)
-        if deferred:
-            pytest.fail("\n".join(deferred), pytrace=False)
+        raise_pending(item)
         return result
 
     @pytest.hookimpl(wrapper=True)

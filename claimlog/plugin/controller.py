@@ -31,11 +31,9 @@ import pytest
 
 from claimlog.declaration import seed_variant_name
 from claimlog.evidence.record import ClaimOutcome, Record
-from claimlog.evidence.tables import Table
 from claimlog.evidence.verdicts import Moved, moved_in_the_recipe
 from claimlog.kernels import fingerprint, kernel_bits, reference_kernels
 from claimlog.log.lines import PublishedLogError
-from claimlog.log.readings import Reading
 from claimlog.places import differing_figures, differing_lines, extra_figures
 from claimlog.platform import KERNELS, Platform
 from claimlog.plugin.options import (
@@ -219,10 +217,6 @@ class Controller:
     def claim_outcomes(self) -> dict[str, ClaimOutcome]:
         return {k: v for k, v in self.claims.items() if not v.citation}
 
-    def failed_claims(self) -> list[str]:
-        """The claims (not the text's citations) that failed."""
-        return sorted(k for k, v in self.claim_outcomes.items() if v.failed)
-
     def failed(self) -> list[str]:
         """Everything this session judged that failed, claims and the text's citations
         alike, each with why in one line (a citation's names where it stands)."""
@@ -396,19 +390,13 @@ class Controller:
         """What this session did, for `--record` (the runner's and the sweep's jobs')."""
         from claimlog.evidence.keys import code_of
 
-        claims = self.claim_outcomes
-        readings: dict[str, Reading] = {}
-        tables: dict[str, Table] = {}
-        for c in claims.values():
-            readings.update(c.readings)
-            tables.update(c.tables)
-        s = self.settings
+        claims, s = self.claim_outcomes, self.settings
         return Record(
             exitstatus=int(session.exitstatus),
             claims=claims,
             citations={nodeid: c for nodeid, c in self.claims.items() if c.citation},
-            readings=readings,
-            tables=tables,
+            readings={name: r for c in claims.values() for name, r in c.readings.items()},
+            tables={name: t for c in claims.values() for name, t in c.tables.items()},
             events=tuple(self.session.cache.events),
             platform=self.platform.to_json() if self.platform else {},
             standing=self.standing,

@@ -91,7 +91,7 @@ def platform_standing(pytestconfig: pytest.Config) -> Standing:
 def torch_platform(pytestconfig: pytest.Config) -> dict[str, str]:
     """What torch says of this session's platform: its version and ATen's kernels."""
 
-    return session_of(pytestconfig).here.facts()
+    return session_of(pytestconfig).here.facts
 
 
 @pytest.fixture
@@ -509,7 +509,6 @@ class Figure:
             return path
 
         drawn = self._memo.get(name, key, draw, encode=lambda png: png.read_bytes(), decode=copy)
-        assert drawn is not None  # waiting for the lock always gives a drawing
         return self.saved(drawn)
 
     def saved(self, path: Path) -> Path:

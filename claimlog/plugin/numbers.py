@@ -10,7 +10,7 @@ run is judged by this module's comparison alone. Files are replaced atomically, 
 interrupted update leaves every file whole.
 
 A failure found before the claim quoted (a moved training history) waits until it has
-(`pending`): the claim's readings are recorded all the same, for the sweep.
+(`raise_pending`): the claim's readings are recorded all the same, for the sweep.
 """
 
 from __future__ import annotations
@@ -52,10 +52,13 @@ def taken(item: pytest.Item) -> list[str]:
     return found
 
 
-def pending(item: pytest.Item) -> list[str]:
-    """The failures deferred for `item`, taken, then what the author can do of them."""
+def raise_pending(item: pytest.Item) -> None:
+    """Fail with the failures deferred for `item`, taken, then what the author can do of
+    them; nothing where none waits."""
+    __tracebackhide__ = True
     found = taken(item)
-    return [*found, item.stash.get(ADVICE, "")] if found else []
+    if found:
+        pytest.fail("\n".join([*found, item.stash.get(ADVICE, "")]), pytrace=False)
 
 
 class NumbersSnapshotError(Exception):

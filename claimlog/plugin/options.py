@@ -28,7 +28,6 @@ import pytest
 
 from claimlog.declaration import Declaration, seed_variant_name
 from claimlog.log.lines import Log
-from claimlog.machine import NUMPY_FOLDER
 from claimlog.places import Places
 from claimlog.store import Store
 
@@ -393,11 +392,9 @@ def pytest_cache_folder(config: pytest.Config) -> Path | None:
     return config.rootpath / str(config.getini("cache_dir")) / "d"
 
 
-def numpy_store(config: pytest.Config) -> Store | None:
-    """Where pytest's cache keeps numpy's dispatch targets (`claimlog.machine.NUMPY_FOLDER`),
-    known before the cache plugin is configured: only where pytest has made its cache folder
-    already (with its .gitignore); else numpy is asked."""
+def early_store(config: pytest.Config, name: str) -> Store | None:
+    """pytest's cache folder `name`, before the cache plugin is configured: only where pytest
+    has made its cache folder already (with its .gitignore). None elsewhere, and under
+    `-p no:cacheprovider`: what it would keep is computed again."""
     folder = pytest_cache_folder(config)
-    if folder is None or not folder.parent.is_dir():
-        return None
-    return Store(folder / NUMPY_FOLDER)
+    return Store(folder / name) if folder is not None and folder.parent.is_dir() else None

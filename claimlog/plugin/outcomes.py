@@ -108,14 +108,9 @@ def _take(claim: ClaimOutcome, name: str, value: Any) -> None:
     elif name == CITATION:
         claim.citation = True
     elif name in (DRIFT, NOTE, EXAMINED):
-        said = {DRIFT: claim.drift, NOTE: claim.notes, EXAMINED: claim.examined}[name]
-        _once(said, str(value))
-    elif name == TITLE:
-        _once(claim.titles, dict(value))
-    elif name == REWRITE:
-        _once(claim.rewrites, dict(value))
-    elif name == LEFT:
-        _once(claim.left, dict(value))
+        _once({DRIFT: claim.drift, NOTE: claim.notes, EXAMINED: claim.examined}[name], str(value))
+    elif name in (TITLE, REWRITE, LEFT):
+        _once({TITLE: claim.titles, REWRITE: claim.rewrites, LEFT: claim.left}[name], dict(value))
 
 
 def _why(report: pytest.TestReport) -> str:

@@ -42,7 +42,7 @@ from claimlog.evidence.verdicts import (
 from claimlog.log.lines import Log, LogLine
 from claimlog.log.readings import Bound, Reading
 from claimlog.places import Places
-from claimlog.plugin.numbers import NumberSnapshots, NumbersSnapshotError, pending, taken
+from claimlog.plugin.numbers import NumberSnapshots, NumbersSnapshotError, raise_pending, taken
 from claimlog.plugin.options import UPDATE_COMMAND, owned_keys
 from claimlog.plugin.outcomes import (
     BOUNDED,
@@ -174,7 +174,7 @@ class Quoted:
         self._numbers.store_readings(readings)
         for d in differences:
             channel(self._item).append((DRIFT, d.describe()))
-        self._raise_pending()
+        raise_pending(self._item)  # what its checks found before it quoted
 
     def lines(
         self,
@@ -209,7 +209,7 @@ class Quoted:
         ]
         text_matches = self._snapshot == _texts(as_stored)
         self._fail_on(differences)
-        self._raise_pending()
+        raise_pending(self._item)  # what its checks found before it quoted
         if not text_matches:
             diff = "\n".join(self._snapshot.get_assert_diff())
             pytest.fail(
@@ -370,13 +370,6 @@ class Quoted:
                 self._numbers.advice(),
             ]
         )
-
-    def _raise_pending(self) -> None:
-        """Fail with what the claim's checks found before it quoted (a moved history)."""
-        __tracebackhide__ = True
-        deferred = pending(self._item)
-        if deferred:
-            pytest.fail("\n".join(deferred), pytrace=False)
 
     def _hand_over(self, lines: Iterable[LogLine], drift: list[Difference]) -> None:
         for d in drift:

@@ -59,16 +59,15 @@ from claimlog.kernels import (
 )
 from claimlog.log.lines import Log, PublishedLogError
 from claimlog.log.readings import Reading
-from claimlog.machine import TORCH_FACTS_FOLDER, kept_torch_facts, torch_facts
+from claimlog.machine import NUMPY_FOLDER, TORCH_FACTS_FOLDER, kept_torch_facts, torch_facts
 from claimlog.places import Places
 from claimlog.platform import Platform, UnreadableReference, applied, read_reference
 from claimlog.plugin.options import (
     UPDATE_COMMAND,
     Settings,
+    early_store,
     is_controller,
-    numpy_store,
     places_of,
-    pytest_cache_folder,
     read_settings,
     refuse_unwritable,
     seeds_given,
@@ -209,10 +208,7 @@ class SessionCache:
     def kept_early(self, what: str) -> Store | None:
         """`kept`, before the cache plugin is configured: only where pytest has made its
         cache folder already (with its .gitignore)."""
-        folder = pytest_cache_folder(self.session.config)
-        if folder is None or not folder.parent.is_dir():
-            return None
-        return Store(folder / self.folder(what))
+        return early_store(self.session.config, self.folder(what))
 
     def read_log(self, path: Path) -> dict[str, Reading]:
         """`Log.read_published(path)`, kept in pytest's cache (where it already is) under the
@@ -231,7 +227,6 @@ class SessionCache:
                 r.name: r for r in map(Reading.from_json, json.loads(entry.content))
             },
         )
-        assert readings is not None  # waiting for the lock always gives an answer
         return readings
 
     def platform_store(self) -> Store | None:
@@ -248,34 +243,25 @@ class ThisPlatform:
 
     def __init__(self, session: ClaimSession) -> None:
         self.session = session
-        self._facts: dict[str, str] | None = None
-        self._kernel_bits: dict[str, str] | None = None
-        self._platform: Platform | None = None
 
+    @cached_property
     def facts(self) -> dict[str, str]:
         """torch's facts of this process's platform."""
-        if self._facts is None:
-            self._facts = torch_facts(self.session.cache.platform_store())
-        return self._facts
+        return torch_facts(self.session.cache.platform_store())
 
+    @cached_property
     def kernel_bits(self) -> dict[str, str]:
         """What the workshop's kernels, as the reference identity names them, give in this
         process (`claimlog.kernels.kernel_bits`): kept in pytest's cache across sessions;
         empty where the record names no kernels."""
-        if self._kernel_bits is None:
-            s, store = self.session.settings, self.session.cache.platform_store()
-            kernels = reference_kernels(s.places.environment)
-            self._kernel_bits = kernel_bits(kernels, s.torch_threads, store)
-        return self._kernel_bits
+        s, store = self.session.settings, self.session.cache.platform_store()
+        return kernel_bits(reference_kernels(s.places.environment), s.torch_threads, store)
 
-    @property
+    @cached_property
     def platform(self) -> Platform:
         """The platform this process computes on, its fingerprint included."""
-        if self._platform is None:
-            bits = fingerprint(self.kernel_bits())
-            threads = self.session.settings.torch_threads
-            self._platform = Platform.here(threads, self.facts(), bits)
-        return self._platform
+        bits = fingerprint(self.kernel_bits)
+        return Platform.here(self.session.settings.torch_threads, self.facts, bits)
 
     def reference(self) -> Platform | None:
         """The reference, as `snapshots/environment.json` records its identity (None if it
@@ -433,12 +419,9 @@ def every_run_kept(session: ClaimSession) -> bool:
         return False
     if config.getoption("claimlog_recompute") or config.getoption("claimlog_strict_numbers"):
         return False
-    cache = pytest_cache_folder(config)
-    if cache is None:
-        return False
-    kept = Store(cache / TORCH_FACTS_FOLDER)
-    facts = kept_torch_facts(kept)
-    if facts is None:
+    kept = early_store(config, TORCH_FACTS_FOLDER)
+    facts = kept_torch_facts(kept) if kept is not None else None
+    if kept is None or facts is None:
         return False  # no session on this platform asked torch yet: none trained here
     threads = config.getoption("claimlog_torch_threads")
     kernels = reference_kernels(Places(config.rootpath).environment)
@@ -495,7 +478,8 @@ def set_environment(config: pytest.Config, s: Settings) -> dict[str, str]:
     ATen, MKL and oneDNN read their variables as they start, and the thread count changes the
     training-end numbers. A torch imported already computes with its own choice: said as a
     warning. Returns who chose each kernel variable."""
-    origins, changed = applied(s.native_kernels, s.torch_threads, numpy_store(config))
+    numpy = early_store(config, NUMPY_FOLDER)
+    origins, changed = applied(s.native_kernels, s.torch_threads, numpy)
     if "torch" in sys.modules and changed:
         config.issue_config_time_warning(
             pytest.PytestConfigWarning(

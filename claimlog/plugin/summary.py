@@ -38,7 +38,7 @@ def apart(session: ClaimSession) -> str:
         if name != "fingerprint" and ours.get(name) != theirs.get(name)
     ]
     kernels = reference_kernels(session.settings.places.environment)
-    bits = session.here.kernel_bits()
+    bits = session.here.kernel_bits
     moved = differing(bits, kernels)
     if moved:
         shown = "; ".join(moved[:2]) + (f"; and {len(moved) - 2} more" if len(moved) > 2 else "")
