@@ -8,7 +8,7 @@ import pytest
 
 from claimlog.evidence.fragments import FragmentStore
 from claimlog.platform import Platform
-from claimlog.sweep.cluster import Job, Machine, batches, kind_of, plan
+from claimlog.sweep.cluster import Job, Machine, Sweep, batches, kind_of, plan
 from claimlog.sweep.progress import Estimate, batch_seconds, time_left
 from claimlog.sweep.variants import (
     ATEN_AVX512,
@@ -147,7 +147,7 @@ def test_on_a_cluster_of_two_kinds_each_variant_runs_on_the_kind_its_fragment_is
 
     machines = {"tcp://a": machine("AVX2", "aaaa"), "tcp://b": machine("AVX512", "bbbb")}
     store = FragmentStore(tmp_path, {"claims/test_x.py::test_x": "key"})
-    jobs, total = plan(machines, store, seeds=1, axes=["init"])
+    jobs, total = plan(machines, store, Sweep(seeds=1), axes=["init"])
     where = {job.variant.name: job.workers for job in jobs}
     assert where[ATEN_AVX512.name] == ("tcp://b",)
     for v in one_setting_varied(avx512=True):

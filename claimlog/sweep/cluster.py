@@ -170,77 +170,6 @@ def worker_machines(
     return {address: _machine(m) for address, m in found.items()}
 
 
-def varies_one_setting(kernels: bool, here_only: bool, release_only: bool) -> bool:
-    """Whether a sweep runs the variants of the reference that change one setting (and so
-    measures their platforms first): a whole sweep does, unless told `--no-kernels`."""
-    return kernels and not (here_only or release_only)
-
-
-def plan(
-    machines: Mapping[str, Machine],
-    store: FragmentStore,
-    seeds: int,
-    axes: Sequence[str] = (),
-    kernels: bool = True,
-    here_only: bool = False,
-    release_only: bool = False,
-    stale_only: bool = False,
-    threads: int = 1,
-) -> tuple[list[Job], int]:
-    """(the jobs still to run, how many the whole sweep has). `here_only` (`--here`): only
-    each machine's own platforms, the workshop under the reference kernels (with whatever
-    kernel variables the user set) and under its native kernels. `release_only`
-    (`--release`): only the first, the workshop under the reference kernels: a torch
-    release's fragment, computed by the torch the workers run. `machines`: each worker's
-    address and machine, or `{HERE: machine_here()}`. `seeds`: how many of each seed axis of the
-    workshop's (`axes`). `stale_only`: only the jobs whose fragment the store holds, stale
-    (what an update computes: it adds no platform or seed the evidence lacks). `threads`:
-    those each machine's own platforms compute with (`Sweep.threads`)."""
-
-    def on(addresses: Sequence[str]) -> tuple[str, ...] | None:
-        return None if HERE in machines else tuple(addresses)
-
-    by_cpu: dict[str, list[str]] = {}  # one kind of machine: its CPU, torch and numpy
-    for address, m in sorted(machines.items()):
-        by_cpu.setdefault(m.runs(MKL_AUTO).id, []).append(address)
-    own = [WORKSHOP] if release_only else [WORKSHOP, NATIVE] if here_only else per_machine()
-    own = [replace(v, threads=threads) for v in own]
-    everything = not (here_only or release_only)
-    wanted: list[tuple[Job, str]] = []  # each job, and the platform its fragment lands in
-    for addresses in by_cpu.values():
-        machine = machines[addresses[0]]
-        for v in own:
-            wanted.append((Job(v, on(addresses)), machine.runs(v).id))
-    # The variants of one setting, and the seeds, on one kind of machine (the first, in a
-    # fixed order; ATen's AVX-512 kernels on the first that has them), so that where their
-    # fragments land (the platform that kind computes on) is known before they run.
-    first = next(iter(sorted(by_cpu.items())), ("", []))[1]
-    if varies_one_setting(kernels, here_only, release_only):
-        avx512 = next(
-            (
-                group
-                for _, group in sorted(by_cpu.items())
-                if machines[group[0]].best_aten == "AVX512"
-            ),
-            [],
-        )
-        for v in one_setting_varied(avx512=bool(avx512)):
-            kind = avx512 if v is ATEN_AVX512 else first
-            wanted.append((Job(v, on(kind)), machines[kind[0]].runs(v).id))
-    if everything:
-        reference = machines[first[0]].runs(WORKSHOP).id
-        wanted += [(Job(v, on(first)), reference) for v in seed_variants(axes, seeds)]
-    todo = []
-    for job, pid in wanted:
-        if stale_only and not store.path(pid, job.variant.name).exists():
-            continue
-        stale = store.to_compute(pid, job.variant.name)
-        if stale:
-            every = len(stale) == len(store.current)
-            todo.append(replace(job, claims=None if every else tuple(stale)))
-    return todo, len(wanted)
-
-
 @dataclass(frozen=True)
 class Sweep:
     """What one sweep computes, and where: the options of `python -m claimlog.sweep`, and of
@@ -260,6 +189,69 @@ class Sweep:
     stale_only: bool = False
     cache: Path | None = None  # the project's pytest cache (default: its .pytest_cache)
 
+    @property
+    def varies_one_setting(self) -> bool:
+        """Whether it runs the variants of the reference that change one setting (and so
+        measures their platforms first): a whole sweep does, unless told `--no-kernels`."""
+        return self.kernels and not (self.here_only or self.release_only)
+
+
+def plan(
+    machines: Mapping[str, Machine], store: FragmentStore, sweep: Sweep, axes: Sequence[str] = ()
+) -> tuple[list[Job], int]:
+    """(the jobs of `sweep` still to run, how many the whole sweep has). `sweep.here_only`
+    (`--here`): only each machine's own platforms, the workshop under the reference kernels
+    (with whatever kernel variables the user set) and under its native kernels.
+    `sweep.release_only` (`--release`): only the first, the workshop under the reference
+    kernels: a torch release's fragment, computed by the torch the workers run. `machines`:
+    each worker's address and machine, or `{HERE: machine_here()}`. `sweep.seeds`: how many
+    of each seed axis of the workshop's (`axes`). `sweep.stale_only`: only the jobs whose
+    fragment the store holds, stale (what an update computes: it adds no platform or seed
+    the evidence lacks). `sweep.threads`: those each machine's own platforms compute with."""
+
+    def on(addresses: Sequence[str]) -> tuple[str, ...] | None:
+        return None if HERE in machines else tuple(addresses)
+
+    by_cpu: dict[str, list[str]] = {}  # one kind of machine: its CPU, torch and numpy
+    for address, m in sorted(machines.items()):
+        by_cpu.setdefault(m.runs(MKL_AUTO).id, []).append(address)
+    own = [WORKSHOP, NATIVE] if sweep.here_only else per_machine()
+    own = [replace(v, threads=sweep.threads) for v in ([WORKSHOP] if sweep.release_only else own)]
+    everything = not (sweep.here_only or sweep.release_only)
+    wanted: list[tuple[Job, str]] = []  # each job, and the platform its fragment lands in
+    for addresses in by_cpu.values():
+        machine = machines[addresses[0]]
+        for v in own:
+            wanted.append((Job(v, on(addresses)), machine.runs(v).id))
+    # The variants of one setting, and the seeds, on one kind of machine (the first, in a
+    # fixed order; ATen's AVX-512 kernels on the first that has them), so that where their
+    # fragments land (the platform that kind computes on) is known before they run.
+    first = next(iter(sorted(by_cpu.items())), ("", []))[1]
+    if sweep.varies_one_setting:
+        avx512 = next(
+            (
+                group
+                for _, group in sorted(by_cpu.items())
+                if machines[group[0]].best_aten == "AVX512"
+            ),
+            [],
+        )
+        for v in one_setting_varied(avx512=bool(avx512)):
+            kind = avx512 if v is ATEN_AVX512 else first
+            wanted.append((Job(v, on(kind)), machines[kind[0]].runs(v).id))
+    if everything:
+        reference = machines[first[0]].runs(WORKSHOP).id
+        wanted += [(Job(v, on(first)), reference) for v in seed_variants(axes, sweep.seeds)]
+    todo = []
+    for job, pid in wanted:
+        if sweep.stale_only and not store.path(pid, job.variant.name).exists():
+            continue
+        stale = store.to_compute(pid, job.variant.name)
+        if stale:
+            every = len(stale) == len(store.current)
+            todo.append(replace(job, claims=None if every else tuple(stale)))
+    return todo, len(wanted)
+
 
 def compute(
     places: Places,
@@ -274,7 +266,7 @@ def compute(
     jobs that failed."""
     kernels = sorted(reference_kernels(places.environment))
     # Only the platforms of the variants the plan runs are measured.
-    varied = varies_one_setting(sweep.kernels, sweep.here_only, sweep.release_only)
+    varied = sweep.varies_one_setting
     with contextlib.ExitStack() as running:
         if sweep.scheduler:
             client = running.enter_context(Client(sweep.scheduler))
@@ -284,17 +276,7 @@ def compute(
             cache = sweep.cache or places.root / ".pytest_cache"  # resumes reuse trained runs
             machines = {HERE: machine_here(cache, kernels, varied, sweep.threads)}
             cache_dir = str(cache)
-        jobs, total = plan(
-            machines,
-            store,
-            sweep.seeds,
-            workshop.seed_axes(),
-            kernels=sweep.kernels,
-            here_only=sweep.here_only,
-            release_only=sweep.release_only,
-            stale_only=sweep.stale_only,
-            threads=sweep.threads,
-        )
+        jobs, total = plan(machines, store, sweep, workshop.seed_axes())
         if not jobs:
             say(nothing_to_compute(total))
             return []
