@@ -38,6 +38,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock, Timeout
 
@@ -182,25 +183,19 @@ class Update:
         self.recover()
         self.holder.unlink(missing_ok=True)
 
-    def _folders(self) -> set[Path] | None:
-        """The record's folders when the update began (None: a journal from before it kept
-        them, whose update's folders stay)."""
+    def _journaled(self, name: str) -> Any:
+        """What the journal records under `name`: None where it cannot be read, or records
+        none (a journal from before the update kept it)."""
         try:
-            kept = json.loads(self.journal.read_text()).get("folders")
+            return json.loads(self.journal.read_text()).get(name)
         except (OSError, ValueError):
-            kept = None
-        return None if kept is None else {self.places.root / f for f in kept}
-
-    def _text(self) -> list[Path]:
-        """The documents the journal names, in its copy's order."""
-        try:
-            named = json.loads(self.journal.read_text()).get("text", [])
-        except (OSError, ValueError):
-            named = []  # a journal from before the text joined the transaction
-        return [Path(p) for p in named]
+            return None
 
     def _restore(self) -> tuple[int, int]:
-        texts = [(self.before / TEXT / str(n), d) for n, d in enumerate(self._text())]
+        # The documents the journal names, in its copy's order (none in a journal from
+        # before the text joined the transaction).
+        named = [Path(d) for d in self._journaled("text") or []]
+        texts = [(self.before / TEXT / str(n), d) for n, d in enumerate(named)]
         restored = sum(_put_back(s, d) for s, d in texts if s.is_file())
         kept = {
             p.relative_to(self.before)
@@ -217,9 +212,12 @@ class Update:
                 stray.unlink(missing_ok=True)
         root = self.places.root
         restored += sum(_put_back(self.before / name, root / name) for name in sorted(kept))
-        folders = self._folders()
-        if folders is not None:  # the folders the update made, emptied above, go too
-            made = [f for f in record_folders(self.places) if f not in folders]
+        # The record's folders when the update began (None: a journal from before it kept
+        # them, whose update's folders stay); those the update made, emptied above, go too.
+        folders = self._journaled("folders")
+        if folders is not None:
+            before = {root / f for f in folders}
+            made = [f for f in record_folders(self.places) if f not in before]
             for folder in sorted(made, key=lambda f: len(f.parts), reverse=True):
                 if not any(folder.iterdir()):
                     folder.rmdir()

@@ -105,9 +105,7 @@ class ReadingEvidence:
         """What each platform of the evidence prints, at the workshop's seeds, by platform
         id (the reference first)."""
         out = {self.reference_platform or "the reference": self.reference.printed}
-        for name, seen in self.platforms.items():
-            out[name.split("/")[0]] = seen.printed
-        return out
+        return out | {name.split("/")[0]: seen.printed for name, seen in self.platforms.items()}
 
     def describe_prints(self) -> str:
         """ "every platform prints step 50", or "the platforms print 69.5 or 71.5"."""
@@ -137,10 +135,7 @@ class ReadingEvidence:
         it there (the reference's entry is named "<platform>/workshop")."""
         if self.reference_platform == platform:
             return self.reference
-        for name, seen in self.platforms.items():
-            if name.split("/")[0] == platform:
-                return seen
-        return None
+        return next((s for n, s in self.platforms.items() if n.split("/")[0] == platform), None)
 
     def at_seeds(self, platform: str, variant: str | None) -> Seen | None:
         """Its value on the platform with that id under a seed variant ("sampler-seed-5";

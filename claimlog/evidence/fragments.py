@@ -64,9 +64,6 @@ class Variant:
             args.append(f"--{self.axis}-seed={self.seed}")
         return args
 
-    def env(self) -> dict[str, str]:
-        return dict(self.settings)
-
     def describe(self, seeds: SeedWords | None = None) -> str:
         """What the variant is, for people; a seed named in the workshop's words (`seeds`)."""
         if self.axis != PLATFORM:

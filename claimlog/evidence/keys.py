@@ -122,10 +122,7 @@ def code_of(workshop: Declaration) -> dict[str, str]:
 def _training_code(training: Callable[[], Any] | None) -> tuple[tuple[Path, str], ...]:
     """Where the workshop's `Training` is defined: every claim that reads runs reaches it, and
     through it the training and the data (read without importing torch)."""
-    if training is None:
-        return ()
-    kind = type(training())
-    return ((Path(inspect.getfile(kind)).resolve(), kind.__qualname__),)
+    return _function_code(None if training is None else type(training()))
 
 
 def _function_code(function: Callable[..., Any] | None) -> tuple[tuple[Path, str], ...]:
@@ -210,12 +207,7 @@ def _reading_recipe(plugins: tuple[Path, ...]) -> frozenset[str]:
     its fixtures: a claim that requests one computes with the recipe, and an edit of the
     recipe is an edit of that claim (whatever else those fixtures request, such as the
     trained runs, is declared by `key_parts` instead)."""
-    requests = {
-        node.name: {a.arg for a in node.args.args}
-        for plugin in plugins
-        for node in ast.parse(plugin.read_text()).body
-        if isinstance(node, ast.FunctionDef) and _is_fixture(node)
-    }
+    requests = {name: asked for plugin in plugins for name, asked in _fixtures(plugin).items()}
     reading = {name for name, asked in requests.items() if RECIPE_FIXTURE in asked}
     while True:
         more = {name for name, asked in requests.items() if asked & reading} - reading
@@ -225,10 +217,14 @@ def _reading_recipe(plugins: tuple[Path, ...]) -> frozenset[str]:
 
 
 @cache
-def _fixtures(plugin: Path) -> frozenset[str]:
-    """The names of the fixtures a plugin module defines."""
+def _fixtures(plugin: Path) -> dict[str, frozenset[str]]:
+    """The fixtures a plugin module defines, each with the names of what it requests."""
     tree = ast.parse(plugin.read_text())
-    return frozenset(n.name for n in tree.body if isinstance(n, ast.FunctionDef) and _is_fixture(n))
+    return {
+        node.name: frozenset(a.arg for a in node.args.args)
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and _is_fixture(node)
+    }
 
 
 def _is_fixture(node: ast.FunctionDef) -> bool:

@@ -259,18 +259,12 @@ def refuse_unwritable_folder(option: str, folder: Path, places: Places) -> None:
 
 
 def add_markers(config: pytest.Config, log: Log) -> None:
-    config.addinivalue_line(
-        "markers",
+    for marker in (
         f"log_lines(*keys): the results.log lines this claim owns (see {log.home})",
-    )
-    config.addinivalue_line(
-        "markers",
         "evidence: the claim reads the sweep's own tables, so the sweep does not judge it per seed",
-    )
-    config.addinivalue_line(
-        "markers",
         "runs(*names): the trained runs this claim reads (the workshop's Declaration.training)",
-    )
+    ):
+        config.addinivalue_line("markers", marker)
 
 
 def places_of(config: pytest.Config) -> Places:

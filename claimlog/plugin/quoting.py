@@ -254,9 +254,7 @@ class Quoted:
                     f"{self._item.nodeid} quotes log line {line.key!r} but its log_lines "
                     f"mark declares only {list(self._owns)}"
                 )
-        labels = {r.label for line in lines for r in line.readings} | {
-            r.name for line in lines for r in line.readings
-        }
+        labels = {said for line in lines for r in line.readings for said in (r.label, r.name)}
         unknown = [label for label in [*holds, *sometimes] if label not in labels]
         if unknown:
             raise pytest.UsageError(
@@ -379,10 +377,7 @@ class Quoted:
 
 
 def _flatten(lines: Iterable[LogLine | Sequence[LogLine]]) -> list[LogLine]:
-    out: list[LogLine] = []
-    for item in lines:
-        out.extend([item] if isinstance(item, LogLine) else item)
-    return out
+    return [line for item in lines for line in ([item] if isinstance(item, LogLine) else item)]
 
 
 def _line_numbers(lines: Iterable[LogLine], log: Log) -> dict[str, int]:

@@ -313,10 +313,7 @@ class Updating:
         if transaction is None:
             return
         try:
-            if completed:
-                transaction.commit()
-            else:
-                transaction.rollback()
+            (transaction.commit if completed else transaction.rollback)()
         finally:
             transaction.release()
 
@@ -510,9 +507,7 @@ def _refuse_unknown_reference(s: Settings) -> None:
     says. So a missing or damaged `snapshots/environment.json` stops the session before any
     claim runs. `--snapshot-update` writes the file, and a project that has recorded no
     snapshot yet has nothing for it to describe (each claim fails for want of its own)."""
-    if s.update:
-        return
-    if not s.places.environment.exists() and not holds_snapshots(s.places):
+    if s.update or (not s.places.environment.exists() and not holds_snapshots(s.places)):
         return
     try:
         read_reference(s.places.environment)

@@ -162,7 +162,7 @@ def summarize(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
     for sections in c.config.hook.pytest_claimlog_summary(controller=c):  # the features'
         for title, lines in sections:
             _section(terminalreporter, title, lines)
-    _say_titles(c, terminalreporter)
+    _section(terminalreporter, "figures whose titles hold only in part", _titles(c))
     _say_platform(c, terminalreporter)
     notes = list(dict.fromkeys(n for c in c.claims.values() for n in c.notes))
     if notes:
@@ -272,18 +272,13 @@ def _section(terminalreporter: pytest.TerminalReporter, title: str, lines: list[
             terminalreporter.write_line(line)
 
 
-def _say_titles(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
-    """A figure's title that holds only in part: which part, and how often it holds."""
-    partial = [t for c in c.claim_outcomes.values() for t in c.titles if t["sometimes"]]
-    if not partial:
-        return
-    terminalreporter.write_sep("-", "figures whose titles hold only in part")
-    for t in partial:
-        terminalreporter.write_line(f"{t['figure']}: {t['title']!r}")
-        for part in t["holds"]:
-            terminalreporter.write_line(f"  holds: {part}")
-        for part, how in t["sometimes"].items():
-            terminalreporter.write_line(f"  only sometimes: {part} ({how})")
+def _titles(c: Controller) -> list[str]:
+    """Each figure's title that holds only in part: which part, and how often it holds."""
+    lines = []
+    for t in (t for c in c.claim_outcomes.values() for t in c.titles if t["sometimes"]):
+        lines += [f"{t['figure']}: {t['title']!r}", *(f"  holds: {p}" for p in t["holds"])]
+        lines += [f"  only sometimes: {p} ({how})" for p, how in t["sometimes"].items()]
+    return lines
 
 
 def _say_moved(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:

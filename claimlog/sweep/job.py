@@ -240,7 +240,7 @@ def run_variant(
             unpack(project, root)
             # Two variants may share a core: threads that spin while they wait would starve
             # each other. Waiting passively changes when a thread runs, never what it computes.
-            env = {"OMP_WAIT_POLICY": "PASSIVE", **variant.env()}
+            env = {"OMP_WAIT_POLICY": "PASSIVE", **dict(variant.settings)}
             run = run_claims(args, cwd=root, outputs=outputs, env=env, cache_dir=cache)
             if not run.record_path.exists() or run.returncode not in (0, 1):
                 raise RuntimeError(f"the claims under {variant.name} did not finish:\n{run.tail()}")
@@ -256,9 +256,7 @@ def run_variant(
                 e.seconds or 0.0 for e in record.events if e.what == COMPUTED and e.kind == "run"
             ),
             # The runs it trained now: what a batch trains for the others, and checks.
-            "trained": sorted(
-                {e.name for e in record.events if e.what == COMPUTED and e.kind == "run"}
-            ),
+            "trained": sorted(set(record.trained)),
             "seconds": time.perf_counter() - started,
         }
 

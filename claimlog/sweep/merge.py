@@ -514,12 +514,9 @@ def build_robustness(
                 "of": rate.n,
                 "interval": [round(x, 4) for x in rate.interval],
             }
-        if releases:
-            row["releases"] = {r: run.get(claim, "not run") for r, run in releases.items()}
-        if architectures:
-            row["architectures"] = {
-                name: run.get(claim, "not run") for name, run in architectures.items()
-            }
+        for column, on in (("releases", releases), ("architectures", architectures)):
+            if on:
+                row[column] = {name: run.get(claim, "not run") for name, run in on.items()}
         claims[claim] = row
     spreads: dict[str, Any] = {}
     for axis, by_variant in sorted(readings.items()):

@@ -248,11 +248,10 @@ def changed(
         old, new = rates(before, claim), rates(after, claim)
         for axis in sorted(set(old) | set(new)):
             a, b = old.get(axis), new.get(axis)
-            if a is None or b is None or a.always != b.always or (a.k, a.n) != (b.k, b.n):
+            if a != b:
                 said_a = f"{a.k} of {a.n}" if a else "not measured"
                 said_b = f"{b.k} of {b.n}" if b else "not measured"
-                if said_a != said_b:
-                    out.append(f"{claim}: {words.get(axis, axis)}: {said_a} -> {said_b}")
+                out.append(f"{claim}: {words.get(axis, axis)}: {said_a} -> {said_b}")
     return out
 
 
@@ -321,16 +320,14 @@ def render_robustness(
         ]
         out.append("|---|" + "---|" * (len(axes) + len(releases) + len(others)))
         for claim in claims:
-            cells = []
-            for axis in axes:
-                rate = rates(document, claim).get(axis)
-                cells.append(
-                    "" if rate is None else (f"**{rate}**" if not rate.always else str(rate))
-                )
-            on = document["claims"][claim].get("releases", {})
-            cells += [RELEASE_CELL.get(on.get(r, "not run"), "") for r in releases]
-            there = document["claims"][claim].get("architectures", {})
-            cells += [RELEASE_CELL.get(there.get(label, "not run"), "") for label in others]
+            rs, row = rates(document, claim), document["claims"][claim]
+            cells = [
+                "" if (r := rs.get(a)) is None else str(r) if r.always else f"**{r}**" for a in axes
+            ]
+            for column, names in (("releases", releases), ("architectures", others)):
+                cells += [
+                    RELEASE_CELL.get(row.get(column, {}).get(n, "not run"), "") for n in names
+                ]
             out.append(f"| `{claim_name(claim)}` | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
@@ -339,9 +336,10 @@ def findings(document: Mapping[str, Any], workshop: Declaration) -> str:
     """docs/sweep.md's luck-of-the-draw findings: the claims that do not hold for every seed."""
     axes = [a for a in workshop.seed_axes() if a in document.get("axes", {})]
     words = axis_words(workshop)
-    lines = []
+    lines, held = [], 0
     for claim, row in document.get("claims", {}).items():
         rs = rates(document, claim)
+        held += all(r.always for r in rs.values())  # in every run of every axis
         if all(rs[a].always for a in axes if a in rs):
             continue
         said = "; ".join(f"{words[a]}: {rs[a]}" for a in axes if a in rs)
@@ -349,11 +347,6 @@ def findings(document: Mapping[str, Any], workshop: Declaration) -> str:
         lines.append(
             f"- `{claim_name(claim)}`: {said}." + (f" It verifies: {sentence}" if sentence else "")
         )
-    held = sum(
-        1
-        for claim in document.get("claims", {})
-        if all(r.always for r in rates(document, claim).values())
-    )
     n = {a: len(document["axes"][a]) for a in axes}
     head = (
         f"Over {' and '.join(f'{n[a]} {words[a]}' for a in axes)} (the sweep's seeds, the "

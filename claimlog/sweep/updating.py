@@ -32,7 +32,6 @@ from claimlog.store import Store
 if TYPE_CHECKING:
     import pytest
 
-    from claimlog.places import Places
     from claimlog.plugin.session import ClaimSession
 
 EVIDENCE_CACHE = "evidence"  # the fragments an update computed, in pytest's cache
@@ -82,7 +81,7 @@ def bring_up_to_date(claims: ClaimSession, session: pytest.Session) -> None:
             "'claimlog[sweep]', or update with --no-sweep"
         ) from None
     options = cluster.Sweep(
-        seeds=_seeds_held(places),
+        seeds=_seeds_held(store),
         scheduler=session.config.getoption("claimlog_scheduler"),
         workers=os.cpu_count() or 1,
         stale_only=True,
@@ -107,12 +106,8 @@ def bring_up_to_date(claims: ClaimSession, session: pytest.Session) -> None:
     claims.evidence.changed()
 
 
-def _seeds_held(places: Places) -> int:
+def _seeds_held(store: FragmentStore) -> int:
     """The most seeds of any axis the evidence holds (its seed fragments' largest number):
     an update computes again every seed the evidence holds, and adds none."""
-    found = [
-        int(m[1])
-        for path in places.fragments.glob(f"*/*{SUFFIX}")
-        if (m := SEED_FRAGMENT.search(path.name.removesuffix(SUFFIX)))
-    ]
-    return max(found, default=0)
+    names = (path.name.removesuffix(SUFFIX) for path in store.paths())
+    return max((int(m[1]) for n in names if (m := SEED_FRAGMENT.search(n))), default=0)

@@ -134,9 +134,7 @@ class Verdict:
 
 def _of_kind(readings: Sequence[Reading], kind: str | None) -> list[Reading]:
     """The readings a number the sentence calls `kind` may quote (all of them for None)."""
-    if kind is None:
-        return list(readings)
-    return [r for r in readings if r.kind.name in KINDS[kind]]
+    return [r for r in readings if kind is None or r.kind.name in KINDS[kind]]
 
 
 def _printed_elsewhere(

@@ -82,30 +82,11 @@ _AFTER = (
 # "under 0.02" (below), "more than 1000x" (above), "reaches 90%" (a bar crossed: at least).
 # docs/authoring.md lists them.
 BOUND_WORDS: Mapping[str, str] = {
-    "by": "<=",
-    "within": "<=",
-    "at least": ">=",
-    "at most": "<=",
-    "no more than": "<=",
-    "no less than": ">=",
-    "more than": ">",
-    "less than": "<",
-    "fewer than": "<",
-    "under": "<",
-    "below": "<",
-    "above": ">",
-    "over": ">",
-    "up to": "<=",
-    "reach": ">=",
-    "reaches": ">=",
-    "reached": ">=",
-    "reaching": ">=",
-    "<": "<",
-    ">": ">",
-    "<=": "<=",
-    ">=": ">=",
-    "\u2264": "<=",
-    "\u2265": ">=",
+    **dict.fromkeys(("by", "within", "at most", "no more than", "up to", "<=", "\u2264"), "<="),
+    **dict.fromkeys(("at least", "no less than", "reach", "reaches", "reached"), ">="),
+    **dict.fromkeys(("reaching", ">=", "\u2265"), ">="),
+    **dict.fromkeys(("more than", "above", "over", ">"), ">"),
+    **dict.fromkeys(("less than", "fewer than", "under", "below", "<"), "<"),
 }
 _BOUND_BEFORE = re.compile(
     r"(?:^|(?<=[\s(]))(?P<word>"

@@ -27,6 +27,7 @@ outputs that changed.
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -103,12 +104,8 @@ class CellDifference:
     def first_difference(self) -> tuple[Shown | None, Shown | None]:
         """The first thing shown differently: (stored, fresh), either None where one shows
         less than the other."""
-        for i in range(max(len(self.stored), len(self.fresh))):
-            old = self.stored[i] if i < len(self.stored) else None
-            new = self.fresh[i] if i < len(self.fresh) else None
-            if old != new:
-                return old, new
-        return None, None
+        pairs = itertools.zip_longest(self.stored, self.fresh)
+        return next(((old, new) for old, new in pairs if old != new), (None, None))
 
     def describe(self) -> str:
         """ "stored stdout '... 51.5% ...', fresh stdout '... 48.5% ...'" on one line."""

@@ -253,20 +253,12 @@ def plan(
 ) -> Plan:
     """What an update does to `citation`, given the readings that moved in it."""
     on_cited = [m for m in moved if m.line in citation.lines]
-    result = Plan(citation)
+    result, at = Plan(citation), (citation.path, citation.cell)  # where each quote stands
     failed = [n for n in citation.lines if n in lines and not lines[n].verified]
     if failed:
-        for quote in citation.quotes:
-            result.left.append(
-                Left(
-                    citation.path,
-                    citation.cell,
-                    citation.md_line,
-                    quote.text,
-                    failed[0],
-                    FAILED_CLAIM,
-                )
-            )
+        result.left.extend(
+            Left(*at, citation.md_line, q.text, failed[0], FAILED_CLAIM) for q in citation.quotes
+        )
         return result
     quotes: list[Quote] = []
     for quote in citation.quotes:
@@ -281,16 +273,7 @@ def plan(
                 quotes.append(quote)
                 continue
             result.rewrites.append(
-                Rewrite(
-                    citation.path,
-                    citation.cell,
-                    line,
-                    column,
-                    quote.text,
-                    new,
-                    was.line,
-                    was.reading.name,
-                )
+                Rewrite(*at, line, column, quote.text, new, was.line, was.reading.name)
             )
             quotes.append(replace(quote, text=new))
             continue
@@ -300,9 +283,7 @@ def plan(
             broken = reason is None
             if reason is None:
                 reason = NO_LONGER_TRUE.format(new=of.reading.printed)
-            result.left.append(
-                Left(citation.path, citation.cell, line, quote.text, of.line, reason, broken)
-            )
+            result.left.append(Left(*at, line, quote.text, of.line, reason, broken))
             if broken:
                 continue  # judged here: the citation fails on the plan's verdict, not twice
         quotes.append(quote)
