@@ -445,6 +445,29 @@ def test_the_session_holds_each_concept_in_one_member_and_at_most_12():
     assert len(members) <= 12, members
 
 
+def test_a_claims_outcome_has_one_type_from_the_report_to_the_fragment():
+    """Issue 60: one claim-outcome type. The controller gathers a `ClaimOutcome` from the
+    reports, a record holds one per claim and a fragment one per claim; no other class of
+    the engine stands for a claim's outcome or result."""
+    from typing import get_type_hints
+
+    from claimlog.evidence.fragments import Fragment
+    from claimlog.evidence.record import ClaimOutcome, Record
+    from claimlog.plugin.outcomes import take
+
+    holders = [get_type_hints(Record)["claims"], get_type_hints(Record)["citations"]]
+    holders.append(get_type_hints(Fragment)["claims"])
+    assert all(hint.__args__ == (str, ClaimOutcome) for hint in holders), holders
+    assert get_type_hints(take)["claim"] is ClaimOutcome
+    outcome_like = sorted(
+        f"{m}.{n.name}"
+        for m, path in ENGINE_MODULES.items()
+        for n in ast.walk(ast.parse(path.read_text()))
+        if isinstance(n, ast.ClassDef) and re.search(r"(Outcome|Result)s?$", n.name)
+    )
+    assert outcome_like == ["claimlog.evidence.record.ClaimOutcome"]
+
+
 def test_only_the_plugins_and_the_runner_import_pytest():
     """claimlog's plugin, the update's sweep (a plugin of its own, `-p no:claimlog.sweep`) and
     the workshop's own (its fixtures); the runner starts claims sessions (a sweep's worker
