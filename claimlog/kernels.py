@@ -267,14 +267,13 @@ def kernel_bits(signatures: Iterable[str], threads: int, store: Store | None) ->
         import_torch().set_num_threads(threads)
         return replay(chosen)
 
-    bits = Memo(store, "kernels' bits").get(
+    return Memo(store, "kernels' bits").get(
         "the kernels' bits",
         _kernel_bits_key(chosen, threads),
         replayed,
         encode=lambda answer: json.dumps(answer, sort_keys=True).encode(),
         decode=_bits_of,
     )
-    return bits
 
 
 def reference_kernels(environment: Path) -> dict[str, str]:

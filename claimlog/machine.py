@@ -161,14 +161,13 @@ def numpy_dispatch_targets(store: Store | None = None) -> tuple[str, ...]:
     key = numpy_build_key()
     if not key:
         return _ask_numpy()  # and numpy's own error says what is missing
-    targets = Memo(store, "numpy's build").get(
+    return Memo(store, "numpy's build").get(
         "numpy's dispatch targets",
         key,
         _ask_numpy,
         encode=lambda targets: " ".join(targets).encode(),
         decode=lambda entry: tuple(entry.content.decode().split()),
     )
-    return targets
 
 
 def numpy_reference(store: Store | None = None) -> str:
@@ -273,14 +272,13 @@ def torch_facts(store: Store | None = None) -> dict[str, str]:
     this process. Importing torch
     only to ask costs a second, so the answer is kept in `store` (pytest's cache) under a key
     of what it depends on; without a store, torch is asked."""
-    facts = Memo(store, "torch facts").get(
+    return Memo(store, "torch facts").get(
         "torch's facts",
         torch_facts_key(),
         ask_torch,
         encode=lambda answer: json.dumps(answer, sort_keys=True).encode(),
         decode=_facts_of,
     )
-    return facts
 
 
 def kept_torch_facts(store: Store) -> dict[str, str] | None:

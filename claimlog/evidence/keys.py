@@ -98,14 +98,13 @@ def claim_keys(places: Places, workshop: Declaration, kept: Store | None = None)
         "python": sys.version,
     }
     inputs = digest(json.dumps(sliced))
-    found: dict[str, str] = Memo(kept, "claim keys").get(
+    return Memo(kept, "claim keys").get(
         "claim keys",
         inputs,
         lambda: dict(_claim_keys(claims, roots, plugins, state, parts, training, recipe)),
         encode=lambda keys: json.dumps(keys, sort_keys=True).encode(),
         decode=lambda entry: json.loads(entry.content),
     )
-    return found
 
 
 def code_of(workshop: Declaration) -> dict[str, str]:

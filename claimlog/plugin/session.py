@@ -218,7 +218,7 @@ class SessionCache:
             text = path.read_bytes()
         except OSError:
             return log.read_published(path)  # which says why it cannot be read
-        readings = Memo(self.kept_early("logs"), "log read back").get(
+        return Memo(self.kept_early("logs"), "log read back").get(
             str(path),
             digest(text + log.reading_back().encode()),
             lambda: log.read_published(path),
@@ -227,7 +227,6 @@ class SessionCache:
                 r.name: r for r in map(Reading.from_json, json.loads(entry.content))
             },
         )
-        return readings
 
     def platform_store(self) -> Store | None:
         """Where pytest's cache keeps what this machine's platform is (torch's facts, the
