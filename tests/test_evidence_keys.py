@@ -6,6 +6,7 @@ experiment is made in a copy of bnvg imported in a subprocess, and an edit of a 
 copy of claims/.
 """
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -256,6 +257,24 @@ def test_an_updates_fragments_are_kept_in_the_cache_and_put_back_where_still_fre
     # Nor does it add a fragment the record lacks: what the evidence covers is the sweep's.
     path.unlink()
     assert FragmentStore(record, edited, kept=cache).restore_kept() == []
+
+
+def test_an_update_on_a_new_reference_finds_what_it_computed_there_kept(tmp_path):
+    """An update on a machine other than the reference computes the reference's own variants
+    on it (`Sweep.new_reference`): once it is rolled back, the record holds them only on the
+    old reference's platform, stale, and the next update puts back what it computed."""
+    record, cache = tmp_path / "fragments", Store(tmp_path / "cache")
+    old = fragment({A: "k1", B: "k2"})
+    FragmentStore(record, {A: "k1", B: "k2"}).write(old)
+    edited = {A: "k1", B: "k2 edited"}
+    elsewhere = {**old.platform, "fingerprint": "feedfacefeed"}  # MKL's other path, say
+    here = dataclasses.replace(fragment(edited), platform=elsewhere)
+    assert here.platform_id != old.platform_id
+    computed = FragmentStore(record, edited, kept=cache).write(here)
+    computed.unlink()  # rolled back: the record as committed
+    again = FragmentStore(record, edited, kept=cache)
+    assert again.restore_kept() == [computed]
+    assert again.to_compute(here.platform_id, "init-seed-1") == []
 
 
 def test_a_job_refuses_numbers_computed_by_other_code_than_the_checkouts_naming_both():

@@ -4,6 +4,8 @@ measured; the waiting tasks handed to the workers as they come free; and the ord
 tasks (claimlog/sweep/cluster.py), one job alone among the first, to be measured early, and
 the kind of machine each runs on."""
 
+from dataclasses import replace
+
 import pytest
 
 from claimlog.evidence.fragments import FragmentStore
@@ -14,6 +16,7 @@ from claimlog.sweep.variants import (
     ATEN_AVX512,
     MKL_AUTO,
     NATIVE,
+    THREADS_2,
     WORKSHOP,
     one_setting_varied,
     per_machine,
@@ -131,6 +134,15 @@ def test_one_job_alone_starts_with_the_batches_so_that_the_others_are_measured_e
     assert batches(platform, workers=2) == [[j] for j in by_threads]
 
 
+def machine(best, bits):
+    """A kind of machine whose widest ATen kernels are `best`, each variant's platform
+    fingerprinted `bits` and the variant's number."""
+    facts = {"torch": "2.13.0+cpu", "cpu capability": "AVX2", "widest capability": best}
+    varied = one_setting_varied(avx512=best == "AVX512")
+    prints = {v.name: f"{bits}{n:02d}" for n, v in enumerate([*per_machine(), *varied])}
+    return Machine(Platform.here(1, facts), {}, best, prints)
+
+
 def test_on_a_cluster_of_two_kinds_each_variant_runs_on_the_kind_its_fragment_is_named_for(
     tmp_path,
 ):
@@ -138,13 +150,6 @@ def test_on_a_cluster_of_two_kinds_each_variant_runs_on_the_kind_its_fragment_is
     so a job that may run on either kind of machine would land elsewhere than planned. The
     variants of one setting run on the first kind (the seeds too), ATen's AVX-512 kernels
     on the first kind that has them, each named by what that kind measured."""
-
-    def machine(best, bits):
-        facts = {"torch": "2.13.0+cpu", "cpu capability": "AVX2", "widest capability": best}
-        varied = one_setting_varied(avx512=best == "AVX512")
-        prints = {v.name: f"{bits}{n:02d}" for n, v in enumerate([*per_machine(), *varied])}
-        return Machine(Platform.here(1, facts), {}, best, prints)
-
     machines = {"tcp://a": machine("AVX2", "aaaa"), "tcp://b": machine("AVX512", "bbbb")}
     store = FragmentStore(tmp_path, {"claims/test_x.py::test_x": "key"})
     jobs, total = plan(machines, store, Sweep(seeds=1), axes=["init"])
@@ -155,3 +160,27 @@ def test_on_a_cluster_of_two_kinds_each_variant_runs_on_the_kind_its_fragment_is
             assert where[v.name] == ("tcp://a",), v.name
     assert where["init-seed-1"] == ("tcp://a",)
     assert total == len(jobs) == 2 * len(per_machine()) + 3 + 1
+
+
+def test_an_update_on_a_new_reference_computes_the_references_own_variants_on_it(tmp_path):
+    """An update computes only what the evidence holds, stale: it adds no platform. On a
+    machine other than the recorded reference (MKL's Zen path, where its COMPATIBLE branch
+    gives other bits), the update records this machine as the reference, so the reference's
+    own variants (the workshop, the settings varied, the seeds) are computed on it though the
+    evidence held them on the old reference's platforms; another CPU's own platform (its
+    native kernels) is not added."""
+    store = FragmentStore(tmp_path, {"claims/test_x.py::test_x": "edited"})
+    for platform, name in [
+        ("the-old-reference", WORKSHOP.name),
+        ("the-old-reference", "init-seed-1"),
+        ("the-old-reference-2t", THREADS_2.name),
+        ("another-cpu-native", NATIVE.name),
+    ]:  # each stale: what they hold was computed under the claim's earlier key
+        store.path(platform, name).parent.mkdir(parents=True, exist_ok=True)
+        store.path(platform, name).touch()
+    machines = {"tcp://a": machine("AVX2", "aaaa")}
+    update = Sweep(seeds=1, stale_only=True)
+    assert plan(machines, store, update, axes=["init"])[0] == []
+    jobs, _ = plan(machines, store, replace(update, new_reference=True), axes=["init"])
+    assert sorted(j.variant.name for j in jobs) == ["init-seed-1", "threads-2", "workshop"]
+    assert all(j.claims is None for j in jobs)  # nothing of them is on this machine yet

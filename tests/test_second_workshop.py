@@ -63,8 +63,9 @@ def test_its_claims_log_text_update_and_sweep_work_as_an_author_uses_them(dropou
     # The evidence of one seed, not 32, for the suite's sake (the machinery is the same):
     # the others' fragments go, and the tables are merged again without them.
     for seed in (dropout.path / "snapshots" / "evidence").rglob("*-seed-*.json.gz"):
-        if not seed.name.startswith("sampler-seed-1."):
+        if not seed.name.endswith("-seed-1.json.gz"):
             seed.unlink()
+    assert list((dropout.path / "snapshots" / "evidence").rglob("*-seed-1.json.gz"))
     dropout("-m", "claimlog.sweep", "--merge-only")
 
     experiment = dropout.path / "dropout" / "experiment.py"
@@ -108,3 +109,24 @@ def test_its_claims_log_text_update_and_sweep_work_as_an_author_uses_them(dropou
     # The new record, the rewritten text, the evidence of the new code: all of it holds.
     header = dropout("-m", "pytest").splitlines()
     assert any(line.startswith("dropout: ") and "the evidence is fresh" in line for line in header)
+
+
+def test_an_update_whose_sweep_fails_says_why_and_writes_nothing(dropout):
+    """pytest ends a session on `session.Failed` without a word: the update's sweep says why
+    it stops before it does (here one of its jobs failed), and the record stays as it was."""
+    experiment = dropout.path / "dropout" / "experiment.py"
+    experiment.write_text(experiment.read_text().replace("steps: int = 600", "steps: int = 500", 1))
+    before = {p: p.read_bytes() for p in dropout.path.rglob("*") if p.is_file()}
+    said = dropout(
+        "-c",
+        "import sys, pytest, claimlog.sweep.cluster as cluster\n"
+        "cluster.compute = lambda *args, **kwargs: ['workshop']  # as if its job failed\n"
+        "sys.exit(pytest.main(['--snapshot-update']))",
+        passes=False,
+    )
+    assert (
+        "1 of the sweep's jobs failed (workshop): the evidence is not up to date, and the "
+        "update writes nothing" in said
+    )
+    assert "nothing of it was written" in said
+    assert all(p.read_bytes() == b for p, b in before.items())

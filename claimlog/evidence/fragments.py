@@ -309,9 +309,12 @@ class FragmentStore:
     def restore_kept(self) -> list[Path]:
         """Bring each fragment of the folder up to what `kept` holds of it: the claims it
         holds stale there and fresh here (an earlier update's sweep computed them, and that
-        update did not complete). A fragment the folder lacks is not added: what the evidence
-        covers is the sweep's to decide. Returns the fragments brought up to date."""
+        update did not complete). A variant the folder holds on no platform is not added:
+        what the evidence covers is the sweep's to decide; one it holds on another platform is
+        (an update on a new reference computed the reference's own variants on it). Returns
+        the fragments brought up to date."""
         restored = []
+        held = self.variants()
         for key in self.kept.keys() if self.kept is not None else []:
             assert self.kept is not None
             entry = self.kept.get(key)
@@ -319,7 +322,7 @@ class FragmentStore:
                 continue  # damaged: computed again, as if never kept
             platform, variant = str(entry.about["platform"]), str(entry.about["variant"])
             path = self.path(platform, variant)
-            if not path.exists():
+            if variant not in held:
                 continue
             try:
                 fresh = Fragment.from_json(json.loads(gzip.decompress(entry.content))).fresh(
@@ -364,6 +367,10 @@ class FragmentStore:
     def paths(self) -> list[Path]:
         """Every fragment's file, fresh or stale, in a fixed order (platform, then variant)."""
         return sorted(self.folder.glob(f"*/*{SUFFIX}"))
+
+    def variants(self) -> set[str]:
+        """The name of each variant some platform's fragment holds, fresh or stale."""
+        return {path.name.removesuffix(SUFFIX) for path in self.paths()}
 
     def all(self) -> Iterator[Fragment]:
         """The fresh part of every fragment that has one, in a fixed order (platform, then

@@ -315,10 +315,18 @@ class Controller:
         if before is None:
             self.summary.append(f"recorded the reference: {now.describe()}")
         else:
+            # The update's sweep computed the reference's own evidence on it, where some was
+            # stale (`claimlog.sweep.updating`); else the evidence is still the old one's.
+            held = self.session.evidence.committed_fragility().reference.startswith(f"{now.id}/")
             self.summary.append(
                 "the reference changed: the snapshots now hold the numbers of "
                 f"{now.describe()} ({now.id}), not of {before.describe()} ({before.id}); "
-                f"the evidence of the old reference is stale: {self.session.workshop.sweep_command}"
+                + (
+                    "the evidence of the reference was computed on it"
+                    if held
+                    else "the evidence of the old reference is stale: "
+                    + self.session.workshop.sweep_command
+                )
             )
 
     def _record_keys(self) -> None:

@@ -187,6 +187,10 @@ class Sweep:
     # Only what the evidence holds and is stale: no platform or seed it lacks is added (an
     # update brings the record up to the checkout; adding to it is the sweep's own job).
     stale_only: bool = False
+    # An update on a platform other than the recorded reference records this machine's numbers
+    # as the reference: the reference's own jobs the evidence holds (the workshop, the settings
+    # varied one at a time, the seeds) are computed again on it, wherever they ran before.
+    new_reference: bool = False
     cache: Path | None = None  # the project's pytest cache (default: its .pytest_cache)
 
     @property
@@ -207,7 +211,8 @@ def plan(
     each worker's address and machine, or `{HERE: machine_here()}`. `sweep.seeds`: how many
     of each seed axis of the workshop's (`axes`). `sweep.stale_only`: only the jobs whose
     fragment the store holds, stale (what an update computes: it adds no platform or seed
-    the evidence lacks). `sweep.threads`: those each machine's own platforms compute with."""
+    the evidence lacks; with `sweep.new_reference`, the reference's own jobs land on this
+    machine's platforms). `sweep.threads`: those each machine's own platforms compute with."""
 
     def on(addresses: Sequence[str]) -> tuple[str, ...] | None:
         return None if HERE in machines else tuple(addresses)
@@ -218,15 +223,18 @@ def plan(
     own = [WORKSHOP, NATIVE] if sweep.here_only else per_machine()
     own = [replace(v, threads=sweep.threads) for v in ([WORKSHOP] if sweep.release_only else own)]
     everything = not (sweep.here_only or sweep.release_only)
-    wanted: list[tuple[Job, str]] = []  # each job, and the platform its fragment lands in
+    # The reference's own jobs (the workshop, the variants of one setting, and the seeds) run
+    # on one kind of machine (the first, in a fixed order; ATen's AVX-512 kernels on the first
+    # that has them), so that where their fragments land (the platform that kind computes on)
+    # is known before they run.
+    first = next(iter(sorted(by_cpu.items())), ("", []))[1]
+    # Each job, the platform its fragment lands in, and whether it is the reference's own.
+    wanted: list[tuple[Job, str, bool]] = []
     for addresses in by_cpu.values():
         machine = machines[addresses[0]]
         for v in own:
-            wanted.append((Job(v, on(addresses)), machine.runs(v).id))
-    # The variants of one setting, and the seeds, on one kind of machine (the first, in a
-    # fixed order; ATen's AVX-512 kernels on the first that has them), so that where their
-    # fragments land (the platform that kind computes on) is known before they run.
-    first = next(iter(sorted(by_cpu.items())), ("", []))[1]
+            of_reference = v.name == WORKSHOP.name and addresses == first
+            wanted.append((Job(v, on(addresses)), machine.runs(v).id, of_reference))
     if sweep.varies_one_setting:
         avx512 = next(
             (
@@ -238,13 +246,18 @@ def plan(
         )
         for v in one_setting_varied(avx512=bool(avx512)):
             kind = avx512 if v is ATEN_AVX512 else first
-            wanted.append((Job(v, on(kind)), machines[kind[0]].runs(v).id))
+            wanted.append((Job(v, on(kind)), machines[kind[0]].runs(v).id, True))
     if everything:
         reference = machines[first[0]].runs(WORKSHOP).id
-        wanted += [(Job(v, on(first)), reference) for v in seed_variants(axes, sweep.seeds)]
+        seeds = seed_variants(axes, sweep.seeds)
+        wanted += [(Job(v, on(first)), reference, True) for v in seeds]
+    held = store.variants() if sweep.new_reference else set()
     todo = []
-    for job, pid in wanted:
-        if sweep.stale_only and not store.path(pid, job.variant.name).exists():
+    for job, pid, of_reference in wanted:
+        name = job.variant.name
+        if sweep.stale_only and not (
+            store.path(pid, name).exists() or (of_reference and name in held)
+        ):
             continue
         stale = store.to_compute(pid, job.variant.name)
         if stale:

@@ -61,14 +61,18 @@ class Merged:
     robustness: dict[str, Any]
 
 
-def reference_platform(fragments: list[Fragment], places: Places, sweep: str) -> str:
-    """The reference platform (snapshots/environment.json), which the sweep must have run
-    the workshop on, with fresh evidence; `sweep`, the command that runs it."""
+def reference_platform(
+    fragments: list[Fragment], places: Places, sweep: str, recorded: str | None = None
+) -> str:
+    """The reference platform (snapshots/environment.json, or `recorded`, the one an update
+    is about to record), which the sweep must have run the workshop on, with fresh evidence;
+    `sweep`, the command that runs it."""
     ran = sorted({f.platform_id for f in fragments if f.variant.axis == "platform"})
     if not ran:
         raise ValueError(f"no fresh fragment of the workshop itself: run the sweep ({sweep})")
     try:
-        recorded = Platform.from_json(json.loads(places.environment.read_text())).id
+        if recorded is None:
+            recorded = Platform.from_json(json.loads(places.environment.read_text())).id
     except (OSError, ValueError, KeyError) as error:
         raise ValueError(
             f"{places.environment} cannot be read ({error}): restore it from git"
@@ -123,10 +127,13 @@ def _by_seed(fragments: list[Fragment], axis: str, reference: str) -> dict[str, 
     return dict(sorted(chosen.items(), key=lambda kv: kv[1].variant.seed or 0))
 
 
-def merge(fragments: list[Fragment], places: Places, workshop: Declaration) -> Merged:
+def merge(
+    fragments: list[Fragment], places: Places, workshop: Declaration, reference: str | None = None
+) -> Merged:
     """The tables of `workshop` from the fragments given: the fresh parts of the committed
-    ones (`FragmentStore.all`), each claim's key beside its evidence."""
-    ref_platform = reference_platform(fragments, places, workshop.sweep_command)
+    ones (`FragmentStore.all`), each claim's key beside its evidence; `reference`, the
+    platform an update is about to record as the reference, if not the recorded one."""
+    ref_platform = reference_platform(fragments, places, workshop.sweep_command, reference)
     log = workshop.log()
     ref = next(
         f for f in fragments if f.platform_id == ref_platform and f.variant.axis == "platform"
@@ -331,16 +338,18 @@ def retire_stale(places: Places, store: FragmentStore) -> list[str]:
     return said
 
 
-def merge_and_write(places: Places, workshop: Declaration) -> list[str]:
+def merge_and_write(
+    places: Places, workshop: Declaration, reference: str | None = None
+) -> list[str]:
     """Merge the fresh parts of every fragment into the tables and write them, with the
     documentation's generated sections (`write`); say what was written and which claims'
     verdicts over seeds changed since the tables were last written. ValueError where no
-    fresh fragment of the reference is there to merge."""
+    fresh fragment of the reference (`merge`) is there to merge."""
     try:
         before = dict(json.loads(places.robustness_json.read_text()))
     except (OSError, ValueError):
         before = {}
-    merged = merge_folder(places, workshop)
+    merged = merge_folder(places, workshop, reference)
     pages = write(merged, places, workshop)
     wrote = [places.fragility_json, places.robustness_json]
     said = [
@@ -357,10 +366,10 @@ def merge_and_write(places: Places, workshop: Declaration) -> list[str]:
     return said + [f"  {line}" for line in changes]
 
 
-def merge_folder(places: Places, workshop: Declaration) -> Merged:
+def merge_folder(places: Places, workshop: Declaration, reference: str | None = None) -> Merged:
     """The tables of this checkout's claims, from the fresh parts of its fragments."""
     store = FragmentStore(places.fragments, claim_keys(places, workshop))
-    return merge(list(store.all()), places, workshop)
+    return merge(list(store.all()), places, workshop, reference)
 
 
 # -- building fragility.json's document from the fragments' readings -------------------------

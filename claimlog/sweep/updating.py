@@ -26,7 +26,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from claimlog.evidence.fragments import SUFFIX, FragmentStore
+from claimlog.evidence.fragments import FragmentStore
 from claimlog.store import Store
 
 if TYPE_CHECKING:
@@ -43,9 +43,14 @@ def bring_up_to_date(claims: ClaimSession, session: pytest.Session) -> None:
     the first claim runs, and merge the tables; `session.Failed` if it cannot."""
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
 
-    def say(line: str) -> None:
+    def say(line: str, **markup: bool) -> None:
         if reporter is not None:
-            reporter.write_line(line)
+            reporter.write_line(line, **markup)
+
+    def stop(why: str) -> Exception:
+        # pytest ends a session on `session.Failed` without a word: say why first.
+        say(why, red=True, bold=True)
+        return session.Failed(why)
 
     s = claims.settings
     places, workshop = s.places, claims.workshop
@@ -76,20 +81,31 @@ def bring_up_to_date(claims: ClaimSession, session: pytest.Session) -> None:
     try:
         from claimlog.sweep import cluster
     except ImportError as error:  # the engine's sweep extra is not installed
-        raise session.Failed(
+        raise stop(
             f"computing the stale evidence needs Dask ({error}): pip install "
             "'claimlog[sweep]', or update with --no-sweep"
         ) from None
+    # On a platform other than the recorded reference, the update records this machine's
+    # numbers as the reference (`Controller._record_reference`): its evidence is of this one.
+    here, recorded = claims.here.platform, claims.here.reference()
+    was = recorded.id if recorded is not None else here.id
+    new_reference = was != here.id
+    if new_reference:
+        say(
+            f"this machine becomes the reference ({here.id}, not {was}): the reference's "
+            "own evidence is computed on it"
+        )
     options = cluster.Sweep(
         seeds=_seeds_held(store),
         scheduler=session.config.getoption("claimlog_scheduler"),
         workers=os.cpu_count() or 1,
         stale_only=True,
+        new_reference=new_reference,
         cache=kept.folder.parent.parent if kept is not None else None,
     )
     failed = cluster.compute(places, workshop, store, options, say=say)
     if failed:
-        raise session.Failed(
+        raise stop(
             f"{len(failed)} of the sweep's jobs failed ({', '.join(failed)}): the "
             "evidence is not up to date, and the update writes nothing"
         )
@@ -98,9 +114,9 @@ def bring_up_to_date(claims: ClaimSession, session: pytest.Session) -> None:
     for line in merge.retire_stale(places, FragmentStore(places.fragments, keys)):
         say(line)
     try:
-        said = merge.merge_and_write(places, workshop)
+        said = merge.merge_and_write(places, workshop, here.id if new_reference else None)
     except ValueError as error:
-        raise session.Failed(f"the evidence could not be merged: {error}") from None
+        raise stop(f"the evidence could not be merged: {error}") from None
     for line in said:
         say(line)
     claims.evidence.changed()
@@ -109,5 +125,5 @@ def bring_up_to_date(claims: ClaimSession, session: pytest.Session) -> None:
 def _seeds_held(store: FragmentStore) -> int:
     """The most seeds of any axis the evidence holds (its seed fragments' largest number):
     an update computes again every seed the evidence holds, and adds none."""
-    names = (path.name.removesuffix(SUFFIX) for path in store.paths())
+    names = store.variants()
     return max((int(m[1]) for n in names if (m := SEED_FRAGMENT.search(n))), default=0)
