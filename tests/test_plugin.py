@@ -393,6 +393,45 @@ def test_the_reports_are_a_plugin_of_their_own_and_the_summary_names_what_is_off
     )
 
 
+def test_the_update_is_a_plugin_of_its_own_registered_by_an_update_and_refused_without_it(
+    suite, pytester
+):
+    """Issue 60: the record's update (its transaction, the reference and the claims' keys it
+    records) is a plugin object registered only by `--snapshot-update`. `-p no:claimlog.update`
+    leaves a normal run as it was, the summary saying what is off, and refuses an update,
+    writing nothing: without it the snapshot libraries would write whatever the claims did."""
+    suite(*all_claims())  # a complete log: only then does an update record the reference
+    n = len(all_claims())
+    update = "*PLUGIN registered: <claimlog.plugin.update.Update object at *"
+    updated = pytester.runpytest("-p", "no:randomly", "--snapshot-update", "--trace-config")
+    updated.assert_outcomes(passed=n)
+    updated.stdout.fnmatch_lines([update, "recorded the reference: *"])
+    normal = pytester.runpytest("-p", "no:randomly", "--trace-config")
+    normal.assert_outcomes(passed=n)
+    normal.stdout.no_fnmatch_line(update)
+
+    def record():
+        return {p: p.read_bytes() for p in (pytester.path / "snapshots").rglob("*.*")}
+
+    before = record()
+    assert before  # the snapshots and the reference identity the update wrote
+    args = ("-p", "no:randomly", "-p", "no:claimlog.update")
+    off = pytester.runpytest(*args)
+    off.assert_outcomes(passed=n)
+    off.stdout.fnmatch_lines(
+        [
+            "*- claimlog's features turned off -*",
+            "-p no:claimlog.update: the record's update: --snapshot-update is refused",
+        ]
+    )
+    refused = pytester.runpytest(*args, "--snapshot-update")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(
+        ["*--snapshot-update: claimlog's update is off (-p no:claimlog.update), and without it *"]
+    )
+    assert record() == before
+
+
 def test_the_evidence_is_a_plugin_of_its_own_and_a_claim_that_reads_it_is_skipped_without_it(
     suite, pytester
 ):

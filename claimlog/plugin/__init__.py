@@ -33,6 +33,8 @@ The features are plugins of their own, each with its entry point, `-p no:`-able:
 - `claimlog.evidence`: `evidence` and `standing`, the sweep's evidence a session reads (each
   claim's key, the sweep's table, where the platform stands with it), in place of the
   core's `Evidence`, which knows none;
+- `claimlog.update`: `update`, the record's update as one transaction, the reference and the
+  claims' keys it records; without it `--snapshot-update` is refused;
 - `claimlog.sweep`: the update's sweep of the stale evidence (`claimlog.sweep.plugin`).
 """
 
@@ -171,8 +173,7 @@ class Claims:
         session = self.session
         if not session.configured:
             return []
-        recovered = session.updating.recovered
-        lines = [recovered] if recovered else []
+        lines = [session.recovered] if session.recovered else []
         if runs_claims(config):
             from claimlog.plugin.summary import header_line
 
@@ -267,19 +268,15 @@ class Claims:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """On the controller, after every other plugin wrote its files (syrupy's included):
-        the session's files are written, then the update is put into place, or rolled back if
-        anything it judged failed, the session was interrupted or a computation was refused
-        as not deterministic (nothing it computed is a record). An xdist worker ships what it
-        found (the controller imports no torch)."""
+        the session's files are written (the update, `claimlog.plugin.update`, then puts them
+        into place or rolls them back). An xdist worker ships what it found (the controller
+        imports no torch)."""
         claims = self.session
         if not claims.configured:
             return
         controller = self._controller()
         if controller is not None:
             controller.finish(session)
-            if claims.updating.transaction is not None:
-                controller.completed = not controller.rolls_back(session)
-                claims.updating.end(controller.completed)
         if hasattr(session.config, "workerinput"):
             from claimlog.plugin.session import worker_output
 
@@ -294,9 +291,6 @@ class Claims:
             summarize(controller, terminalreporter)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        # An update whose session never finished (a usage error after it began) changes
-        # nothing.
-        self.session.updating.end(completed=False)
         from claimlog.plugin.controller import CONTROLLER
 
         if CONTROLLER in config.stash:

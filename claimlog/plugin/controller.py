@@ -21,9 +21,7 @@ computed and what drifted, and whether the sweep's evidence is stale.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +30,11 @@ import pytest
 from claimlog.declaration import seed_variant_name
 from claimlog.evidence.record import ClaimOutcome, Record
 from claimlog.evidence.verdicts import Moved, moved_in_the_recipe
-from claimlog.kernels import fingerprint, kernel_bits, reference_kernels
 from claimlog.log.lines import PublishedLogError
 from claimlog.places import differing_figures, differing_lines, extra_figures
-from claimlog.platform import KERNELS, Platform
+from claimlog.platform import Platform
 from claimlog.plugin.options import (
+    UPDATE,
     UPDATE_COMMAND,
     Settings,
     is_citation,
@@ -46,14 +44,9 @@ from claimlog.plugin.options import (
 )
 from claimlog.plugin.outcomes import NOT_VERIFIED, LogAssembly, assemble_log, take
 from claimlog.plugin.session import (
-    RUNS_CACHE,
     ClaimSession,
-    holds_snapshots,
     take_worker_output,
 )
-from claimlog.plugin.session import recipe as recipe_of
-from claimlog.plugin.session import training as training_of
-from claimlog.runs import TrainedRuns
 from claimlog.store import COMPUTED, REUSED, Event, atomic_write, relative
 
 
@@ -234,6 +227,17 @@ class Controller:
         unfinished = session.exitstatus != pytest.ExitCode.OK
         return unfinished or bool(self.failed()) or bool(self.session.recording.refused)
 
+    def full(self, session: pytest.Session) -> bool:
+        """Whether this session ran every claim to its end, and every one passed: only then
+        does it tidy the numbers snapshots, and an update record the reference."""
+        claims = self.claim_outcomes
+        return (
+            not narrowed(self.config)
+            and any(c.ran for c in claims.values())
+            and not any(c.failed for c in self.claims.values())
+            and session.exitstatus != pytest.ExitCode.INTERRUPTED
+        )
+
     def assemble(self) -> LogAssembly:
         """The log as this session has verified it so far."""
         return assemble_log(self.claim_outcomes, self.session.log)
@@ -268,108 +272,13 @@ class Controller:
                     f"are in {relative(s.results_log.parent, root)} and "
                     f"{relative(s.diagrams, root)}, never in captures/ or diagrams/"
                 )
-        full = (
-            not narrowed(self.config)
-            and any(c.ran for c in claims.values())
-            and not any(c.failed for c in self.claims.values())
-            and session.exitstatus != pytest.ExitCode.INTERRUPTED
-        )
-        if full:
+        if self.full(session):
             self._tidy_numbers(session)
-        if full and s.update and self.log is not None and self.log.complete and self.platform:
-            self._record_reference(self.platform)
-            self._record_keys()
-        elif s.update and self.session.here.reference() is None and holds_snapshots(s.places):
-            # The next run without --snapshot-update stops on it: say so now, and why.
-            self.summary.append(
-                f"{relative(s.places.environment, root)} was not written: only a full update "
-                f"in which every claim passes records the reference ({UPDATE_COMMAND})"
-            )
         # The features that follow the log (the workshop's text, then the reports, which
         # say what it found), inside the update's transaction.
         self.config.hook.pytest_claimlog_finish(controller=self, session=session)
         if s.record:
             self._record(session).save(s.record)
-
-    def _record_reference(self, computed_on: Platform) -> None:
-        """A full update re-records every number: the reference is now the identity of the
-        platform that computed them, its fingerprint made of the kernels this session's
-        computations called, replayed here (`claimlog.kernels`). On any machine of the same
-        platform the file keeps its bytes; another identity (another torch, say) is said,
-        with both."""
-        s = self.settings
-        before = self.session.here.reference()
-        store = self.session.cache.platform_store()
-        bits = kernel_bits(self.session.recording.recorded_kernels(), s.torch_threads, store)
-        keyed_by = computed_on  # what the session kept its runs and results by
-        computed_on = replace(computed_on, fingerprint=fingerprint(bits))
-        now = Platform.from_json(computed_on.identity())
-        kept = reference_kernels(s.places.environment)
-        if before is not None and before.identity() == now.identity() and kept == bits:
-            self.summary.append(f"the reference identity is unchanged ({now.id})")
-            return
-        identity = {**now.identity(), **({KERNELS: bits} if bits else {})}
-        environment = json.dumps(identity, indent=2, sort_keys=True) + "\n"
-        atomic_write(s.places.environment, environment)
-        self._keep_for_the_next_run(keyed_by, computed_on)
-        if before is None:
-            self.summary.append(f"recorded the reference: {now.describe()}")
-        else:
-            # The update's sweep computed the reference's own evidence on it, where some was
-            # stale (`claimlog.sweep.updating`); else the evidence is still the old one's.
-            held = self.session.evidence.committed_fragility().reference.startswith(f"{now.id}/")
-            self.summary.append(
-                "the reference changed: the snapshots now hold the numbers of "
-                f"{now.describe()} ({now.id}), not of {before.describe()} ({before.id}); "
-                + (
-                    "the evidence of the reference was computed on it"
-                    if held
-                    else "the evidence of the old reference is stale: "
-                    + self.session.workshop.sweep_command
-                )
-            )
-
-    def _record_keys(self) -> None:
-        """Beside the snapshots, the code they are of: each claim's key. A run on another
-        platform tells by it an edit (a failure) from a number its platform moved (drift),
-        where no sweep has measured the workshop. A session that knows no key (it runs
-        without the evidence) removes the old ones, which are not of these snapshots."""
-        path, evidence = self.settings.places.recorded_keys, self.session.evidence
-        if not evidence.active:
-            if path.is_file():
-                path.unlink()
-                self.summary.append(
-                    f"removed {relative(path, self.config.rootpath)}: this update knew no "
-                    "claim's key (it ran without claimlog.evidence)"
-                )
-            return
-        keys = json.dumps(dict(sorted(evidence.keys.items())), indent=1) + "\n"
-        if not path.is_file() or path.read_text() != keys:
-            atomic_write(path, keys)
-
-    def _keep_for_the_next_run(self, keyed_by: Platform, recorded: Platform) -> None:
-        """This session kept its runs and results under the fingerprint of the kernels the
-        record named before it (none, for a new workshop's first update); the next keys them
-        by the one just `recorded`. What this session used is kept under it too, so the next
-        run reuses it: the same results of the same platform, named by the kernels it calls."""
-        session, old, new = self.session, keyed_by.cache_fields(), recorded.cache_fields()
-        if old == new or session.workshop.recipe is None:
-            return
-        from claimlog.plugin.fixtures import Computed  # registered in every process already
-
-        used = {k: self.names_of(COMPUTED, k) + self.names_of(REUSED, k) for k in ("run", "result")}
-        try:  # a copy in pytest's cache, never worth the update it would fail
-            recipe = recipe_of(session)
-            results = Computed.of(session, recipe, old)
-            results.keep_also_as(Computed.of(session, recipe, new), used["result"])
-            store = session.cache.kept(RUNS_CACHE)
-            if store is not None and session.workshop.training is not None:
-                training = training_of(session)
-                runs = TrainedRuns(training, recipe, where=old.copy, store=store)
-                again = TrainedRuns(training, recipe, where=new.copy, store=store)
-                runs.keep_also_as(again, used["run"])
-        except Exception as error:
-            self.summary.append(f"the next run computes this update's results again ({error!r})")
 
     def _tidy_numbers(self, session: pytest.Session) -> None:
         places = self.settings.places
@@ -443,11 +352,10 @@ class Controller:
     def _recipe_moved(self) -> list[Moved]:
         if self._recipe is None:
             self._recipe = []
-            transaction = self.session.updating.transaction
-            places = self.settings.places
-            record = places.results_log
-            if transaction is not None:  # the record as it was before this update began
-                record = transaction.before / record.relative_to(places.root)
+            record = self.settings.places.results_log
+            update = self.config.pluginmanager.get_plugin(UPDATE)
+            if update is not None:  # the record as it was before this update began
+                record = update.before(record)
             if self.claim_outcomes and record.is_file():
                 try:
                     recorded = self.session.cache.read_log(record)

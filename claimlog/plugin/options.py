@@ -33,6 +33,9 @@ from claimlog.store import Store
 
 # -- options and settings -------------------------------------------------------------------
 UPDATE_COMMAND = "pytest claims/ --snapshot-update"
+# The name the update's plugin object is registered under (`claimlog.plugin.update`): the core
+# asks it for the record as it was before the update began, and refuses an update without it.
+UPDATE = "claimlog.update.transaction"
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ It holds, each concept in one member:
   sweep's table. The core's knows none (the reference or new, by the record alone); the
   feature plugin `claimlog.evidence` gives the session the sweep's
   (`claimlog.plugin.standing`);
-- **the update** (`ClaimSession.updating`), as one transaction (`claimlog.transaction.Update`):
-  begun at configure, committed or rolled back at the session's end; and what a killed one
-  left, put back;
+- **what a killed update left** (`ClaimSession.recovered`), put back before anything reads
+  the record (`recover`). The update itself is a feature plugin (`claimlog.plugin.update`):
+  an update without it is refused;
 - **pytest's cache** (`ClaimSession.cache`, a `SessionCache`): the workshop's folders there,
   and what every process computed, reused or found damaged (`Event`s);
 - **the kernels** the computations call (`ClaimSession.recording`, a
@@ -63,6 +63,7 @@ from claimlog.machine import NUMPY_FOLDER, TORCH_FACTS_FOLDER, kept_torch_facts,
 from claimlog.places import Places
 from claimlog.platform import Platform, UnreadableReference, applied, read_reference
 from claimlog.plugin.options import (
+    UPDATE,
     UPDATE_COMMAND,
     Settings,
     early_store,
@@ -79,6 +80,7 @@ from claimlog.store import Event, Memo, Store, digest
 if TYPE_CHECKING:
     from claimlog.transaction import Update
 
+UPDATE_OFF = "-p no:claimlog.update"
 RUNS_CACHE = "runs"  # a workshop's trained runs, in pytest's cache: "<name>-runs"
 
 # What an xdist worker ships to the controller in its `workeroutput` (built-in types only).
@@ -101,7 +103,7 @@ class ClaimSession:
         # again where a number moved on the reference.
         self.recording = KernelRecording(config, lambda: self.settings, self.cache.memo)
         self.here = ThisPlatform(self)  # the platform this process computes on
-        self.updating = Updating(self)  # a killed update put back; this one's transaction
+        self.recovered = ""  # what this session found of a killed update and put back
         # What this session knows of the sweep's evidence: none, unless the feature plugin
         # `claimlog.evidence` gives it the sweep's as the session configures.
         self.evidence = Evidence(self)
@@ -137,7 +139,7 @@ class ClaimSession:
         places = places_of(config)
         controller = is_controller(config) and not config.option.help
         if controller:  # before anything reads the record: a killed update is undone first
-            self.updating.recover(places)
+            self.recovered = recover(places)
         s = read_settings(config, self.workshop)
         # The session's two effects beyond itself, here and nowhere else: the environment
         # its computations run in, and pytest-regressions told that --snapshot-update (one
@@ -152,8 +154,11 @@ class ClaimSession:
             _ = self.published  # a malformed published log stops the session now, in seconds
             for doubt in self.log.kind_doubts():  # before any claim quotes it as its kind
                 config.issue_config_time_warning(pytest.PytestConfigWarning(doubt), stacklevel=2)
-            if s.update:
-                self.updating.begin(s)
+            if s.update and not config.pluginmanager.has_plugin(UPDATE):
+                raise pytest.UsageError(
+                    f"--snapshot-update: claimlog's update is off ({UPDATE_OFF}), and without "
+                    "it the snapshot libraries would write the record whatever the claims did"
+                )
 
     @cached_property
     def published(self) -> dict[str, Reading]:
@@ -269,52 +274,6 @@ class ThisPlatform:
             return read_reference(self.session.settings.places.environment)
         except UnreadableReference:
             return None
-
-
-class Updating:
-    """The record's update, as one transaction (`claimlog.transaction.Update`): begun as the
-    session configures, committed or rolled back as it ends; and what a killed one left, put
-    back before anything reads the record (`recovered` says what, in the header)."""
-
-    def __init__(self, session: ClaimSession) -> None:
-        self.session = session
-        self.transaction: Update | None = None  # the update's, on the controller
-        self.recovered = ""  # what this session found of a killed update and put back
-
-    def recover(self, places: Places) -> None:
-        """Put back what an interrupted update left half written. Where the update's
-        workspace holds nothing, no update runs and none was killed: there is nothing to
-        look for under the lock (nor is the transaction's code imported)."""
-        workspace = places.update_workspace
-        if not workspace.is_dir() or not any(workspace.iterdir()):
-            return
-        transaction = _locked(places)
-        try:
-            self.recovered = transaction.recover() or ""
-        finally:
-            transaction.release()
-
-    def begin(self, s: Settings) -> None:
-        """An update holds the lock for its whole session, and keeps the copy of the record
-        (and of the documents it may rewrite: the workshop's text, the pages the sweep writes
-        sections of) that undoes it if it never completes."""
-        transaction = _locked(s.places)
-        hook = self.session.config.hook
-        features = hook.pytest_claimlog_update_documents(session=self.session)
-        documents = [*(d for found in features for d in found), *s.places.generated_pages]
-        transaction.begin(documents)
-        self.transaction = transaction
-
-    def end(self, completed: bool) -> None:
-        """Commit the session's update (`completed`) or roll it back; nothing to do outside
-        an update, or a second time. The summary says which, and why."""
-        transaction, self.transaction = self.transaction, None
-        if transaction is None:
-            return
-        try:
-            (transaction.commit if completed else transaction.rollback)()
-        finally:
-            transaction.release()
 
 
 class Evidence:
@@ -487,7 +446,21 @@ def set_environment(config: pytest.Config, s: Settings) -> dict[str, str]:
     return origins
 
 
-def _locked(places: Places) -> Update:
+def recover(places: Places) -> str:
+    """Put back what an interrupted update left half written, and say what (empty: nothing).
+    Where the update's workspace holds nothing, no update runs and none was killed: there is
+    nothing to look for under the lock (nor is the transaction's code imported)."""
+    workspace = places.update_workspace
+    if not workspace.is_dir() or not any(workspace.iterdir()):
+        return ""
+    transaction = locked(places)
+    try:
+        return transaction.recover() or ""
+    finally:
+        transaction.release()
+
+
+def locked(places: Places) -> Update:
     """The checkout's update transaction, its lock taken (refused while an update runs)."""
     from claimlog.transaction import Busy, Update
 

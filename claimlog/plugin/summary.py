@@ -104,7 +104,7 @@ def header_line(session: ClaimSession) -> str:
 def summarize(c: Controller, terminalreporter: pytest.TerminalReporter) -> None:
     """The terminal summary: what the session wrote, reused and found."""
     write = terminalreporter.write_line
-    recovered = c.session.updating.recovered  # said in the header too, which -q leaves out
+    recovered = c.session.recovered  # said in the header too, which -q leaves out
     _section(terminalreporter, "before this session began", [recovered] if recovered else [])
     _section(terminalreporter, "results.log", c.summary)
     _section(terminalreporter, "what this run computed, against the record", c.obtained)
@@ -181,6 +181,7 @@ FEATURES = {
     "claimlog.reports": "the reports: --claims-report, pytest-html's claim column",
     "claimlog.evidence": "the sweep's evidence: its tables, the platforms it holds, the claims' "
     "keys (claims marked `evidence` are skipped)",
+    "claimlog.update": "the record's update: --snapshot-update is refused",
     "claimlog.sweep": "the update's sweep of the stale evidence",
 }
 
