@@ -33,7 +33,7 @@ from typing import Any
 
 from claimlog.machine import import_torch, torch_facts_key
 from claimlog.platform import KERNELS, NOT_SET, SET_BY_CLAIMLOG, VARIABLES
-from claimlog.store import Entry, Memo, Store, digest
+from claimlog.store import Entry, Memo, Store, digest, read_json
 
 
 def _bits(value: Any, into: Any) -> None:
@@ -280,10 +280,7 @@ def reference_kernels(environment: Path) -> dict[str, str]:
     """The workshop's kernels as the reference identity (`environment`,
     snapshots/environment.json) records them, each with the digest of what it gave there:
     {} where it records none, or cannot be read."""
-    try:
-        data = json.loads(environment.read_text())
-    except (OSError, ValueError):
-        return {}
+    data = read_json(environment)
     kernels = data.get(KERNELS) if isinstance(data, dict) else None
     return {str(k): str(v) for k, v in kernels.items()} if isinstance(kernels, dict) else {}
 

@@ -80,7 +80,6 @@ TORCH_REFERENCE: Mapping[str, str] = {
 NUMPY_VARIABLE = "NPY_DISABLE_CPU_FEATURES"  # numpy without its AVX-512 dispatch targets
 VARIABLES = (*TORCH_REFERENCE, NUMPY_VARIABLE)
 TORCH_VARIABLES = tuple(TORCH_REFERENCE)  # what --native-kernels leaves to the machine
-REFERENCE_THREADS = 1  # the thread count changes the training-end numbers too
 
 # What this project set itself, as JSON {variable: value}, so that a process it starts (an
 # xdist worker, a sweep job) can tell its parent's defaults from the user's choices.
@@ -173,12 +172,6 @@ def set_by_user(environ: Mapping[str, str] | None = None) -> list[str]:
     return [name for name in VARIABLES if name in env and ours.get(name) != env[name]]
 
 
-def reference_line() -> str:
-    """The one line that makes the workshop script compute the reference numbers."""
-    settings = " ".join(f"{k}={v}" for k, v in TORCH_REFERENCE.items())
-    return f"{settings} OMP_NUM_THREADS={REFERENCE_THREADS} python3 experiment.py"
-
-
 # -- the platform ---------------------------------------------------------------------------
 
 
@@ -269,16 +262,7 @@ class Platform:
 
     def identity(self) -> dict[str, str]:
         """What of this platform moves the floats: the reference is one of these."""
-        out = {
-            "machine": self.machine,
-            "torch": self.torch,
-            "numpy": self.numpy,
-            "numpy simd": self.numpy_simd,
-            "aten": self.aten,
-            "mkl": self.mkl,
-            "onednn": self.onednn,
-            "threads": str(self.threads),
-        }
+        out = {key: str(getattr(self, key.replace(" ", "_"))) for key in IDENTITY_KEYS}
         if not self.reproducible_across_cpus:
             out["cpu"] = self.cpu or "not recorded"
         if self.fingerprint:
@@ -418,11 +402,6 @@ class Platform:
             kernels={name: d[name] for name in VARIABLES if name in d},
             set_by_user=() if user in ("none", "") else tuple(user.split(", ")),
         )
-
-
-def platform_id(data: Mapping[str, Any]) -> str:
-    """The id of a platform kept as JSON (a record's, a fragment's, or an identity)."""
-    return Platform.from_json(data).id
 
 
 # -- the reference, as recorded ----------------------------------------------------------------

@@ -222,23 +222,18 @@ def _torch_of(versions: str) -> tuple[str, str] | None:
     return torch.split("+")[0], rest
 
 
-def another_torch_build(here: str, committed: str) -> bool:
-    """Whether two versions lines differ only in the build of one torch release
-    ("torch 2.13.0+cu130 | ..." against "torch 2.13.0+cpu | ..."): the line names the torch
-    that computed the log, and says nothing of the numbers another build computes."""
-    ours, theirs = _torch_of(here), _torch_of(committed)
-    return here != committed and ours is not None and ours == theirs
-
-
 def only_the_torch_build_differs(here: str, committed: str, number: int | None) -> bool:
     """Whether two logs are the same, byte for byte, once the versions line of `here` (line
     `number`, where the log has one) is replaced by the committed one, and those two lines
-    differ only in the torch build."""
+    differ only in the build of one torch release ("torch 2.13.0+cu130 | ..." against
+    "torch 2.13.0+cpu | ..."): the line names the torch that computed the log, and says
+    nothing of the numbers another build computes."""
     ours, theirs = here.splitlines(keepends=True), committed.splitlines(keepends=True)
-    if number is None:
+    if number is None or min(len(ours), len(theirs)) < number:
         return False
     n = number - 1
-    if min(len(ours), len(theirs)) <= n or not another_torch_build(ours[n], theirs[n]):
+    release = _torch_of(ours[n])
+    if ours[n] == theirs[n] or release is None or release != _torch_of(theirs[n]):
         return False
     return [*ours[:n], theirs[n], *ours[n + 1 :]] == theirs
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from filelock import Timeout
 
-from claimlog.store import APART, COMPUTED, MISSING, Entry, Event, Memo, Store, digest
+from claimlog.store import APART, COMPUTED, MISSING, Entry, Event, Memo, Store, digest, read_json
 
 if TYPE_CHECKING:
     from claimlog.declaration import Together, Training
@@ -135,10 +135,8 @@ class TrainedRuns:
         wanted = {name: self.inputs(name) for name in self.training.names()}
         found = set()
         for about_path in self.memo.store.folder.glob("*.json"):
-            try:
-                inputs = json.loads(about_path.read_text()).get("inputs", {})
-            except (OSError, ValueError, AttributeError):
-                continue
+            about = read_json(about_path)
+            inputs = about.get("inputs") if isinstance(about, dict) else None
             found |= {name for name, w in wanted.items() if inputs == w}
         return found
 

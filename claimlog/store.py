@@ -19,7 +19,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -201,13 +201,8 @@ class Memo:
         """The result `name`: kept from before, or computed now by `compute()` and kept
         (`encode` makes its bytes, `about` its description; `decode` reads an entry back),
         waiting while another process holds the key's lock (computing it)."""
-        if self.store is None:
-            started = time.perf_counter()
-            value = compute()
-            self.on_event(Event(COMPUTED, self.kind, name, seconds=time.perf_counter() - started))
-            return value
-        with self.store.lock(key):
-            found = self.found(name, key, decode)
+        with self.store.lock(key) if self.store is not None else nullcontext():
+            found = MISSING if self.store is None else self.found(name, key, decode)
             if found is not MISSING:
                 return found  # type: ignore[return-value]
             started = time.perf_counter()
@@ -307,6 +302,14 @@ def atomic_write(path: Path, text: str) -> None:
         f.write(text.encode("utf-8"))
         f.flush()
         os.fsync(f.fileno())
+
+
+def read_json(path: Path) -> Any:
+    """What the JSON file `path` holds; None where it is missing, unreadable or no JSON."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def relative(path: Path, root: Path) -> str:

@@ -43,7 +43,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from claimlog.places import Places
-from claimlog.store import atomic_write, replacing, unfinished_writes
+from claimlog.store import atomic_write, read_json, replacing, unfinished_writes
 
 # Under before/: the documents of the transaction, numbered as the journal names them.
 TEXT = "text"
@@ -186,10 +186,7 @@ class Update:
     def _journaled(self, name: str) -> Any:
         """What the journal records under `name`: None where it cannot be read, or records
         none (a journal from before the update kept it)."""
-        try:
-            return json.loads(self.journal.read_text()).get(name)
-        except (OSError, ValueError):
-            return None
+        return (read_json(self.journal) or {}).get(name)
 
     def _restore(self) -> tuple[int, int]:
         # The documents the journal names, in its copy's order (none in a journal from

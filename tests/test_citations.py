@@ -503,12 +503,12 @@ def test_a_sentence_wording_a_bound_may_quote_the_claims_bound(workshop, prose):
 
 
 def test_the_words_that_make_a_number_a_bound():
-    from claimlog.text.citations import words_a_bound
+    from claimlog.text.citations import bound_worded
 
     for before in ("reaches 90% by step ", "within ", "at least ", "stays under ", "more than "):
-        assert words_a_bound(before), before
+        assert bound_worded(before, "1") is not None, before
     for before in ("ends at ", "first reaches 90% at step ", "the ratio is ", "nearby "):
-        assert not words_a_bound(before), before
+        assert bound_worded(before, "1") is None, before
 
 
 # -- issue 62: a number is matched to a reading by kind and value, one number at a time -------

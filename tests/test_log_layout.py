@@ -63,7 +63,7 @@ def test_a_template_keeps_precision_in_the_quantity():
 def test_line_names_and_numbers_agree():
     keys = LOG.claimed_keys()
     assert len(keys) == len(set(keys)) == 74
-    assert all(LOG.key_at(LOG.line_number(k)) == k for k in keys)
+    assert all(LOG.line_named(k).key == k for k in keys)
     with pytest.raises(ValueError, match="no log line is called 'S6 plan'"):
         LOG.line_number("S6 plan")
 

@@ -8,12 +8,16 @@ import pytest
 
 from claimlog import machine
 from claimlog import platform as kernels
-from claimlog.platform import Platform, platform_id
+from claimlog.platform import Platform
 from claimlog.store import Store
 
 
 def identity(env):
     return Platform.from_json(env).identity()
+
+
+def platform_id(env):
+    return Platform.from_json(env).id
 
 
 def reference_values():
@@ -126,13 +130,6 @@ def test_under_mkls_own_choice_the_cpu_is_part_of_the_platform():
 )
 def test_every_setting_that_moves_the_floats_makes_another_platform(changed, value):
     assert platform_id({**REFERENCE_ENV, changed: value}) != platform_id(REFERENCE_ENV)
-
-
-def test_the_one_line_for_the_workshop_script_sets_torchs_reference_kernels():
-    assert kernels.reference_line() == (
-        "ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=AVX2 "
-        "OMP_NUM_THREADS=1 python3 experiment.py"
-    )
 
 
 # -- numpy: what it dispatches to, not what the CPU has ----------------------------------------

@@ -147,9 +147,6 @@ class ReadingEvidence:
             return None
         return self.seeds.get(variant)
 
-    def _all(self) -> list[Seen]:
-        return [self.reference, *self.platforms.values(), *self.seeds.values()]
-
     def holds_in(self, group: str) -> tuple[int, int] | None:
         """(k, n): in how many runs of `group`, the reference (seed 0) included, the claim's
         bound held, each run judged by its own numbers; None without a bound. `group`:
@@ -175,10 +172,6 @@ class ReadingEvidence:
         if not finite:
             return None
         return min(finite), statistics.median(finite), max(finite)
-
-    def range_seen(self) -> tuple[float, float] | None:
-        finite = [v for v in (s.as_float() for s in self._all()) if not math.isnan(v)]
-        return (min(finite), max(finite)) if finite else None
 
     def printed(self, value: float) -> str:
         """A value as the log would print this reading."""

@@ -213,12 +213,7 @@ class Fragment:
             variant=Variant.from_json(data["variant"]),
             platform=data["platform"],
             claims={
-                n: ClaimOutcome.from_json(
-                    {
-                        "outcome": data["claims"].get(n, "not run"),
-                        "sentence": data["sentences"].get(n, ""),
-                    }
-                )
+                n: _kept(data["claims"].get(n, "not run"), data["sentences"].get(n, ""))
                 for n in sorted({*data["claims"], *data["sentences"]})
             },
             readings={name: Reading.from_json(r) for name, r in data["readings"].items()},
@@ -253,7 +248,7 @@ def from_record(variant: Variant, record: Record, keys: Mapping[str, str]) -> Fr
     return Fragment(
         variant=variant,
         platform={k: str(v) for k, v in record.platform.items()},
-        claims={n: _kept(c) for n, c in record.claims.items()},
+        claims={n: _kept(c.outcome, c.sentence) for n, c in record.claims.items()},
         readings={n: r for n, r in record.readings.items() if n in owners},
         tables={
             name: {column: [float(x) for x in values] for column, values in table.columns.items()}
@@ -406,6 +401,6 @@ def _kept_key(platform: str, variant: str) -> str:
     return digest("fragment", platform, variant)
 
 
-def _kept(claim: ClaimOutcome) -> ClaimOutcome:
+def _kept(outcome: str, sentence: str) -> ClaimOutcome:
     """The part of a claim's outcome a fragment keeps: what it was and what it verifies."""
-    return ClaimOutcome.from_json({"outcome": claim.outcome, "sentence": claim.sentence})
+    return ClaimOutcome.from_json({"outcome": outcome, "sentence": sentence})

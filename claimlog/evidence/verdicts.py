@@ -51,7 +51,7 @@ class Standing:
     """Where this run's platform stands with the evidence, and what it is compared with."""
 
     kind: str  # REFERENCE, HELD or NEW
-    platform: str  # this platform's id (`claimlog.platform.platform_id`)
+    platform: str  # this platform's id (`claimlog.platform.Platform.id`)
     reference: str  # the reference platform's id
     strict: bool = False
     # A held platform's own values, from its fragment: readings by name, tables by name.

@@ -351,10 +351,6 @@ class Log:
         except KeyError:
             raise ValueError(f"no log line is called {key!r}; see {self.home}") from None
 
-    def key_at(self, number: int) -> str | None:
-        """The name of log line `number`, or None for wording without numbers or past the end."""
-        return self.lines[number - 1].key if 1 <= number <= len(self.lines) else None
-
     def fixed_lines(self) -> dict[int, LogLine]:
         """Every line the layout fills itself (no claim owns it), by line number."""
         return {

@@ -84,13 +84,29 @@ class WorkshopText:
     def pytest_collect_file(
         self, file_path: Path, parent: pytest.Collector
     ) -> pytest.Collector | None:
-        return collect_file(file_path, parent)
+        """A document of the text is a `TextFile` (a second name of one, through a link, is not)."""
+        folder = _within(file_path, parent.config)
+        if folder is None or not is_text(file_path):
+            return None
+        if file_path.is_symlink() and why_not_followed(file_path, folder) is None:
+            # A second name of a document of the text, which is collected by its own: read
+            # twice, its quotes would be checked twice and rewritten twice.
+            return None
+        return TextFile.from_parent(parent, path=file_path)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collect_directory(
         self, path: Path, parent: pytest.Collector
     ) -> pytest.Collector | None:
-        return collect_directory(path, parent)
+        """A folder of the text is a `TextFolder`; a link to a folder that the text does not
+        follow (a loop, or out of the folder) is a `TextFile` that fails, never recursed into:
+        pytest would follow a loop about forty levels down, collecting the text again at each."""
+        folder = _within(path, parent.config)
+        if folder is None:
+            return None
+        if why_not_followed(path, folder) is not None:
+            return TextFile.from_parent(parent, path=path)
+        return TextFolder.from_parent(parent, path=path)
 
     # -- the core's hooks ---------------------------------------------------------------------
     def pytest_claimlog_update_documents(self, session: ClaimSession) -> list[Path]:
@@ -198,30 +214,6 @@ def _within(path: Path, config: pytest.Config) -> Path | None:
     """The text's folder, if `path` lies in it as pytest walks it (links not followed)."""
     folder = text_folder(config)
     return folder if path == folder or folder in path.parents else None
-
-
-def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """A document of the text is a `TextFile` (a second name of one, through a link, is not)."""
-    folder = _within(file_path, parent.config)
-    if folder is None or not is_text(file_path):
-        return None
-    if file_path.is_symlink() and why_not_followed(file_path, folder) is None:
-        # A second name of a document of the text, which is collected by its own: read
-        # twice, its quotes would be checked twice and rewritten twice.
-        return None
-    return TextFile.from_parent(parent, path=file_path)
-
-
-def collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """A folder of the text is a `TextFolder`; a link to a folder that the text does not follow
-    (a loop, or out of the folder) is a `TextFile` that fails, never recursed into: pytest
-    would follow a loop about forty levels down, collecting the text again at each."""
-    folder = _within(path, parent.config)
-    if folder is None:
-        return None
-    if why_not_followed(path, folder) is not None:
-        return TextFile.from_parent(parent, path=path)
-    return TextFolder.from_parent(parent, path=path)
 
 
 class TextFolder(pytest.Directory):

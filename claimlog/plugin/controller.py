@@ -58,10 +58,10 @@ def is_complete_log(path: Path, n_lines: int) -> bool:
     return NOT_VERIFIED not in text and len(text.splitlines()) == n_lines
 
 
-def write_log(path: Path, log: LogAssembly, n_claims: int, rootdir: Path, n_lines: int) -> str:
+def write_log(path: Path, log: LogAssembly, n_claims: int, rootdir: Path) -> str:
     """Write the log unless a partial run would replace a complete one; say what happened."""
     shown = relative(path, rootdir)
-    if log.missing and is_complete_log(path, n_lines):
+    if log.missing and is_complete_log(path, log.n_lines):
         return (
             f"kept {shown}: this run filled {log.verified} of "
             f"{log.verified + log.failed + log.missing} claim lines, and a partial log "
@@ -110,15 +110,11 @@ def against_the_record(s: Settings, drawn: Sequence[str], root: Path) -> list[st
         out.append(f"{log} is byte-identical to {committed_log}")
     else:
         # A narrowed run leaves the lines no claim of it ran as markers: not a difference.
-        ours = here.splitlines()
-        lines = [
-            n
-            for n in differing_lines(here, there)
-            if n > len(ours) or not ours[n - 1].endswith("-- no claim ran]")
-        ]
-        left_out = sum(1 for line in ours if line.endswith("-- no claim ran]"))
+        ours = enumerate(here.splitlines(), start=1)
+        markers = {n for n, line in ours if line.endswith("-- no claim ran]")}
+        lines = [n for n in differing_lines(here, there) if n not in markers]
         unrun = (
-            f"; the {left_out} lines no claim of this run wrote are left out" if left_out else ""
+            f"; the {len(markers)} lines no claim of this run wrote are left out" if markers else ""
         )
         if not lines:
             out.append(f"{log} says what {committed_log} says on every line it verified{unrun}")
@@ -260,9 +256,7 @@ class Controller:
             if s.update and self.rolls_back(session):  # the log would go with the rest
                 self.summary.append(f"did not write {relative(s.results_log, root)} (below)")
             else:
-                self.summary.append(
-                    write_log(s.results_log, self.log, n_claims, root, len(self.session.log.lines))
-                )
+                self.summary.append(write_log(s.results_log, self.log, n_claims, root))
             if obtained:
                 self.obtained = against_the_record(s, self._drawn(), root)
             seeds = seed_variant_name(s.seeds)

@@ -466,12 +466,8 @@ class Figure:
                 + "; ".join(broken),
                 pytrace=False,
             )
-        said = {
-            "figure": name,
-            "title": text,
-            "holds": list(holds),
-            **{"sometimes": dict(sometimes or {})},
-        }
+        sometimes = dict(sometimes or {})
+        said = {"figure": name, "title": text, "holds": list(holds), "sometimes": sometimes}
         channel(self._item).append((TITLE, said))
 
     def check(self, *tables: Table) -> None:

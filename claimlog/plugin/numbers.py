@@ -168,7 +168,7 @@ class NumberSnapshots:
             verdict = compare_table(here, stored, self.standing)
             if verdict.shape:
                 self._fail(self._differs(table, [verdict.shape]), defer)
-            elif verdict.failed and not self._apart(verdict.points):
+            elif verdict.failed and not self._apart():
                 found = verdict.points
                 shown = [d.describe() for d in found[:SHOWN_POINTS]]
                 if len(found) > SHOWN_POINTS:
@@ -185,13 +185,11 @@ class NumberSnapshots:
         self._item.stash.setdefault(PENDING, []).append(message)
         self._item.stash[ADVICE] = self.advice()
 
-    def _apart(self, points: Sequence[object]) -> bool:
+    def _apart(self) -> bool:
         """Whether a table that moved on the reference, its claim unedited, moved because
         this machine computes otherwise than the record knows (`examined`)."""
         edited = self._session.evidence.edited_since_recorded(self._item.nodeid)
-        return (
-            bool(points) and self.standing.kind == REFERENCE and edited is False and self.examined()
-        )
+        return self.standing.kind == REFERENCE and edited is False and self.examined()
 
     def examined(self) -> bool:
         """Where this run's fingerprint is the reference's and a number moved, its claim

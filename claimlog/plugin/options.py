@@ -219,11 +219,9 @@ def _outputs(
                 "never writes the workshop's committed log or figures; give another path"
             )
     if results_log is None or diagrams is None:
-        try:
-            cache = config.getini("cache_dir")
-        except ValueError:  # -p no:cacheprovider: pytest's default place all the same
-            cache = ".pytest_cache"
-        elsewhere = config.rootpath / cache / "d" / f"{name}-{SEEDS}" / variant
+        # Under -p no:cacheprovider, pytest's default place all the same.
+        cache = pytest_cache_folder(config) or config.rootpath / ".pytest_cache" / "d"
+        elsewhere = cache / f"{name}-{SEEDS}" / variant
         results_log = results_log or elsewhere / "results.log"
         diagrams = diagrams or elsewhere / "diagrams"
     return results_log, diagrams

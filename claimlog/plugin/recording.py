@@ -58,15 +58,9 @@ class KernelRecording:
         s = self._settings()
         return s.update and not narrowed(self._config) and seed_variant_name(s.seeds) is None
 
-    def note_kernels(
-        self,
-        name: str,
-        compute: Callable[[], object],
-        key: str,
-        whole: Mapping[str, str] | None = None,
-    ) -> None:
+    def note_kernels(self, name: str, compute: Callable[[], object], key: str) -> None:
         """Under an update that records the reference: the kernels of the computation `name`,
-        from its first call to its last, as it was heard computing (`whole`, `hearing`) or
+        from its first call to its last, as it was heard computing (`hearing`) or
         run whole once more, then started twice (`claimlog.hearing.record`); a computation
         that gives other bits the second time fails the claim in one line, before anything
         is recorded. Kept in pytest's cache under the computation's own `key` (its code,
@@ -77,7 +71,7 @@ class KernelRecording:
         if name in self.recorded or not self.records_kernels():
             return
         try:
-            found = self._kernels_memo(name, compute, key, whole)
+            found = self._kernels_memo(name, compute, key, None)
         except NotDeterministic as refused:
             self.refused.append(str(refused))
             pytest.fail(str(refused), pytrace=False)

@@ -18,7 +18,7 @@ import base64
 import html
 import os
 import shlex
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -190,34 +190,31 @@ def _claim(nodeid: str, claim: ClaimOutcome, session: ClaimSession, report: Path
                 f"| {_cell(r.name)} | {r.printed} | {_stored_printed(r, claim.stored)} | {pub} "
                 f"| {status} | {over} |"
             )
-    for key in claim.owns:
-        if key.startswith(PLOT):
-            png = settings.diagrams / key.removeprefix(PLOT)
-            link = os.path.relpath(png, report.parent)
-            committed = settings.places.diagrams / png.name
-            if committed != png and differs(committed, png):
-                # Before and after, side by side, as pytest-mpl shows a figure that moved.
-                before = os.path.relpath(committed, report.parent)
-                out += [
-                    "",
-                    f"{png.name} differs from the committed figure:",
-                    "",
-                    "| committed | this run |",
-                    "|---|---|",
-                    f"| ![committed {png.name}]({before}) | ![{png.name}]({link}) |",
-                ]
-            else:
-                out += ["", f"![{png.name}]({link})"]
+    for png, committed in _figures(claim.owns, settings):
+        link = os.path.relpath(png, report.parent)
+        if committed is not None:
+            # Before and after, side by side, as pytest-mpl shows a figure that moved.
+            before = os.path.relpath(committed, report.parent)
+            out += [
+                "",
+                f"{png.name} differs from the committed figure:",
+                "",
+                "| committed | this run |",
+                "|---|---|",
+                f"| ![committed {png.name}]({before}) | ![{png.name}]({link}) |",
+            ]
+        else:
+            out += ["", f"![{png.name}]({link})"]
     return out
 
 
-def differs(committed: Path, obtained: Path) -> bool:
-    """Whether a figure this run drew is not the committed one (both must exist)."""
-    return (
-        committed.is_file()
-        and obtained.is_file()
-        and committed.read_bytes() != obtained.read_bytes()
-    )
+def _figures(keys: Iterable[str], s: Settings) -> Iterator[tuple[Path, Path | None]]:
+    """Each figure a claim draws (its `PLOT` lines), with the committed one where this run
+    drew another (both exist and their bytes differ), else None."""
+    for png in (s.diagrams / key.removeprefix(PLOT) for key in keys if key.startswith(PLOT)):
+        committed = s.places.diagrams / png.name
+        differs = committed != png and committed.is_file() and png.is_file()
+        yield png, committed if differs and committed.read_bytes() != png.read_bytes() else None
 
 
 # -- pytest-html ----------------------------------------------------------------------------
@@ -254,15 +251,12 @@ def html_extras(
     readings = _property(report, READINGS)
     if readings:
         added.append(extras.html(_readings_table(report, readings, table, _moved_word(s))))
-    for key in owned_keys(item):
-        if key.startswith(PLOT):
-            png = s.diagrams / key.removeprefix(PLOT)
-            committed = s.places.diagrams / png.name
-            if committed != png and differs(committed, png):
-                added.append(extras.html(_side_by_side(committed, png)))
-            elif png.exists():
-                content = base64.b64encode(png.read_bytes()).decode("ascii")
-                added.append(extras.png(content, name=png.name))
+    for png, committed in _figures(owned_keys(item), s):
+        if committed is not None:
+            added.append(extras.html(_side_by_side(committed, png)))
+        elif png.exists():
+            content = base64.b64encode(png.read_bytes()).decode("ascii")
+            added.append(extras.png(content, name=png.name))
     report.extras = [*getattr(report, "extras", []), *added]  # type: ignore[attr-defined]
 
 

@@ -291,7 +291,6 @@ class Evidence:
 
     def __init__(self, session: ClaimSession) -> None:
         self.session = session
-        self._standing: Standing | None = None
 
     @property
     def keys(self) -> Mapping[str, str]:
@@ -315,13 +314,11 @@ class Evidence:
         known)."""
         return None
 
-    @property
+    @cached_property
     def standing(self) -> Standing:
         """Where this process's platform stands (found once per process, or again after
         `changed`)."""
-        if self._standing is None:
-            self._standing = self.find()
-        return self._standing
+        return self.find()
 
     def find(self) -> Standing:
         """Where this platform stands: `reference_or_new`, nothing else being known."""
@@ -334,7 +331,7 @@ class Evidence:
 
     def changed(self) -> None:
         """The evidence was written anew: where the platform stands is found again."""
-        self._standing = None
+        self.__dict__.pop("standing", None)
 
 
 def reference_or_new(here: Platform, s: Settings, recorded: Platform | None) -> Standing:

@@ -18,7 +18,6 @@ gives a session in place of the core's `Evidence`, which knows none. It reads
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from functools import cached_property
 
@@ -30,6 +29,7 @@ from claimlog.evidence.fragility import load as load_fragility
 from claimlog.evidence.keys import claim_keys, claim_of
 from claimlog.evidence.verdicts import HELD, NEW, Standing
 from claimlog.plugin.session import ClaimSession, Evidence
+from claimlog.store import read_json
 
 CLAIM_KEYS_CACHE = "claim-keys"  # each claim's evidence key, in pytest's cache
 
@@ -85,10 +85,8 @@ class SweptEvidence(Evidence):
 
     @cached_property
     def _recorded_keys(self) -> dict[str, str] | None:
-        try:
-            found = json.loads(self.session.settings.places.recorded_keys.read_text())
-        except (OSError, ValueError):
-            return None  # recorded before the record kept its keys: nothing is known
+        # None where unreadable: recorded before the record kept its keys, nothing is known.
+        found = read_json(self.session.settings.places.recorded_keys)
         return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else None
 
     def edited_since_recorded(self, nodeid: str) -> bool | None:

@@ -287,13 +287,10 @@ def _say_moved(c: Controller, terminalreporter: pytest.TerminalReporter) -> None
     its snapshot, by log line, old -> new (an update records them; a run fails or
     drifts on them, as its platform says)."""
     moved = c.moved
-    if not moved:
-        return
-    n = len(moved)
-    terminalreporter.write_sep("-", f"{n} quoted number{'s' if n > 1 else ''} moved")
-    terminalreporter.write_line(_moved_heading(c))
-    for m in moved:
-        terminalreporter.write_line(f"  {m.describe()}")
+    if moved:
+        n = len(moved)
+        said = [_moved_heading(c), *(f"  {m.describe()}" for m in moved)]
+        _section(terminalreporter, f"{n} quoted number{'s' if n > 1 else ''} moved", said)
 
 
 def _moved_heading(c: Controller) -> str:
@@ -329,6 +326,7 @@ def _say_platform(c: Controller, terminalreporter: pytest.TerminalReporter) -> N
     if c.platform is None or kind is None or not quoted:
         return  # no claim computed, or an update: compared with nothing
     drift = list(dict.fromkeys(d for c in c.claims.values() for d in c.drift))
+    seeds = seed_variant_name(c.settings.seeds)
     recorded = c.session.here.reference()
     examined = list(dict.fromkeys(e for c in c.claims.values() for e in c.examined))
     if kind == REFERENCE and examined:
@@ -359,8 +357,6 @@ def _say_platform(c: Controller, terminalreporter: pytest.TerminalReporter) -> N
         write(f"this run computed on the reference: {c.platform.describe()}")
         write(f"every number was compared with the snapshots, bit for bit ({c.platform.id})")
     elif kind == HELD:
-        s = c.settings
-        seeds = seed_variant_name(s.seeds)
         terminalreporter.write_sep("-", "a platform the evidence holds")
         write(f"this run: {c.platform.describe()} ({c.platform.id})")
         write(
@@ -386,18 +382,13 @@ def _say_platform(c: Controller, terminalreporter: pytest.TerminalReporter) -> N
         # Another torch release is added by its own command, which records only the
         # reference kernels: its numbers then say what that release moves, nothing else.
         other_torch = recorded is not None and recorded.torch != c.platform.torch
-        command = (
-            f"{c.session.workshop.sweep_command} --release"
-            if other_torch
-            else f"{c.session.workshop.sweep_command} --here"
-        )
+        command = f"{c.session.workshop.sweep_command} {'--release' if other_torch else '--here'}"
         write(
             "To add this platform to the evidence (so its numbers are then compared "
             f"exactly): {command}"
         )
         write("--strict-numbers fails on any number that is not the reference's.")
     if kind != NEW and drift:
-        seeds = seed_variant_name(c.settings.seeds)
         write(
             f"what the fragment does not hold, {seeds} computes otherwise than the snapshots "
             "(of the workshop's own seeds) print it: another experiment's numbers, not drift:"

@@ -39,7 +39,14 @@ from claimlog.platform import (
     Platform,
     apply,
 )
-from claimlog.sweep.job import Checkout, pack, run_batch, run_variant, worker_cache
+from claimlog.sweep.job import (
+    WAIT_PASSIVELY,
+    Checkout,
+    pack,
+    run_batch,
+    run_variant,
+    worker_cache,
+)
 from claimlog.sweep.progress import PROGRESS, Estimate, Kind
 from claimlog.sweep.variants import (
     ATEN_AVX512,
@@ -150,9 +157,12 @@ def machine_here(
     return _machine(_machine_here(cache, kernels, varied, threads))
 
 
-def _worker_machine(kernels: Sequence[str], varied: bool, threads: int = 1) -> dict[str, Any]:
-    """The machine of the worker this runs on, with its jobs' cache (`job.worker_cache`)."""
-    return _machine_here(worker_cache(), kernels, varied, threads)
+def _worker_machine(
+    kernels: Sequence[str], varied: bool, threads: int, dask_worker: Any
+) -> dict[str, Any]:
+    """The machine of the worker this runs on (`client.run` hands it `dask_worker`: it runs in
+    no task, where `get_worker` would find it), with its jobs' cache (`job.worker_cache`)."""
+    return _machine_here(worker_cache(dask_worker), kernels, varied, threads)
 
 
 @dataclass(frozen=True)
@@ -177,7 +187,7 @@ class Sweep:
 
     seeds: int  # per seed axis
     scheduler: str | None = None  # a running Dask cluster's address; None: start one here
-    workers: int = 1  # the local cluster's
+    workers: int = field(default_factory=lambda: os.cpu_count() or 1)  # the local cluster's
     select: str | None = None  # only the claims this -k expression picks
     together: bool = True  # seeds in batches, trained together (`run_batch`)
     kernels: bool = True  # the variants that change one setting of the reference
@@ -227,7 +237,8 @@ def plan(
     # on one kind of machine (the first, in a fixed order; ATen's AVX-512 kernels on the first
     # that has them), so that where their fragments land (the platform that kind computes on)
     # is known before they run.
-    first = next(iter(sorted(by_cpu.items())), ("", []))[1]
+    kinds = [addresses for _, addresses in sorted(by_cpu.items())]
+    first = next(iter(kinds), [])
     # Each job, the platform its fragment lands in, and whether it is the reference's own.
     wanted: list[tuple[Job, str, bool]] = []
     for addresses in by_cpu.values():
@@ -236,14 +247,7 @@ def plan(
             of_reference = v.name == WORKSHOP.name and addresses == first
             wanted.append((Job(v, on(addresses)), machine.runs(v).id, of_reference))
     if sweep.varies_one_setting:
-        avx512 = next(
-            (
-                group
-                for _, group in sorted(by_cpu.items())
-                if machines[group[0]].best_aten == "AVX512"
-            ),
-            [],
-        )
+        avx512 = next((k for k in kinds if machines[k[0]].best_aten == "AVX512"), [])
         for v in one_setting_varied(avx512=bool(avx512)):
             kind = avx512 if v is ATEN_AVX512 else first
             wanted.append((Job(v, on(kind)), machines[kind[0]].runs(v).id, True))
@@ -331,15 +335,11 @@ def reference_environment() -> dict[str, dict[str, Any]]:
     variables a claims session sets (`Platform.apply`), marked as claimlog's own so that a job's
     own process decides torch's again (`--native-kernels`), set before each worker's process
     is spawned (what Dask's `pre-spawn-environ` is for: numpy reads them at import)."""
-    import dask
-
     env = dict(os.environ)
     apply(environ=env)
     spawned = dict(dask.config.get("distributed.nanny.pre-spawn-environ") or {})
     spawned.update({k: v for k, v in env.items() if os.environ.get(k) != v})
-    # Two workers may share a core: threads that spin while they wait would starve each
-    # other. Waiting passively changes when a thread runs, never what it computes.
-    spawned.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    spawned = {**WAIT_PASSIVELY, **spawned}  # what the user's Dask configuration says wins
     return {"distributed.nanny.pre-spawn-environ": spawned}
 
 

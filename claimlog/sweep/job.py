@@ -32,7 +32,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,9 @@ from claimlog.sweep.progress import Phases
 
 # Claims that read the sweep's own tables (marked `evidence`) are no claims about a seed.
 NOT_EVIDENCE = "not evidence"
+# Two jobs may share a core: threads that spin while they wait would starve each other.
+# Waiting passively changes when a thread runs, never what it computes.
+WAIT_PASSIVELY = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
 @dataclass(frozen=True)
@@ -108,15 +111,16 @@ def pack(root: Path) -> bytes:
     return buffer.getvalue()
 
 
-def worker_cache() -> Path | None:
-    """A pytest cache of the Dask worker this runs on, in its local directory (which lives as
-    long as the worker), or None off a worker: a worker on another machine keeps what its
-    jobs computed (torch's facts, trained runs, each keyed by what it depends on) for its
-    later jobs, as a local cluster's jobs share the project's cache."""
+def worker_cache(worker: Any = None) -> Path | None:
+    """A pytest cache of the Dask worker this runs on (or `worker`, which `client.run` hands
+    a function it runs outside any task), in its local directory (which lives as long as the
+    worker), or None off a worker: a worker on another machine keeps what its jobs computed
+    (torch's facts, trained runs, each keyed by what it depends on) for its later jobs, as a
+    local cluster's jobs share the project's cache."""
     from distributed import get_worker
 
     try:
-        return Path(get_worker().local_directory) / "claimlog-cache"
+        return Path((worker or get_worker()).local_directory) / "claimlog-cache"
     except ValueError:  # not in a worker's task
         return None
 
@@ -238,23 +242,20 @@ def run_variant(
         else:
             root = Path(scratch) / "project"
             unpack(project, root)
-            # Two variants may share a core: threads that spin while they wait would starve
-            # each other. Waiting passively changes when a thread runs, never what it computes.
-            env = {"OMP_WAIT_POLICY": "PASSIVE", **dict(variant.settings)}
+            env = {**WAIT_PASSIVELY, **dict(variant.settings)}
             run = run_claims(args, cwd=root, outputs=outputs, env=env, cache_dir=cache)
             if not run.record_path.exists() or run.returncode not in (0, 1):
                 raise RuntimeError(f"the claims under {variant.name} did not finish:\n{run.tail()}")
             record = run.record
         checkout.check(record)
+        computed = [e for e in record.events if e.what == COMPUTED]
         return {
             # Keyed as the session computed: by the code it ran, the checkout's.
             "fragment": from_record(variant, record, record.keys).to_json(),
             # What the job spent computing (training, the computed results), and in all:
             # the sweep's floor, and what it cost beyond it.
-            "computing": sum(e.seconds or 0.0 for e in record.events if e.what == COMPUTED),
-            "training": sum(
-                e.seconds or 0.0 for e in record.events if e.what == COMPUTED and e.kind == "run"
-            ),
+            "computing": sum(e.seconds or 0.0 for e in computed),
+            "training": sum(e.seconds or 0.0 for e in computed if e.kind == "run"),
             # The runs it trained now: what a batch trains for the others, and checks.
             "trained": sorted(set(record.trained)),
             "seconds": time.perf_counter() - started,
@@ -293,13 +294,12 @@ def run_batch(
     if len(variants) > 1 and cache is not None and all(in_this_process(v) for v in variants):
         try:
             root = _project_here(project)
-            held = _train_together(root, variants, cache, only(claims, select), phases)
+            trained = _train_together(root, variants, cache, only(claims, select), phases)
+            held, found = (trained, found) if isinstance(trained, Held) else (None, trained)
         except Exception as error:  # the others train alone, in their own sessions
             found = f"not kept: {type(error).__name__}: {error}"
     lead = held.lead if held is not None else 0
-    first = _or_failure(
-        run_variant, variants[lead], project, checkout, select, cache_dir, claims, True
-    )
+    first = _or_failure(variants[lead], project, checkout, select, cache_dir, claims, True)
     first["alone"] = first.get("training", 0.0)
     if "failed" in first:
         found = "not tried: the lead seed failed"
@@ -315,9 +315,7 @@ def run_batch(
     results = {lead: first}
     for i, variant in enumerate(variants):
         if i != lead:
-            results[i] = _or_failure(
-                run_variant, variant, project, checkout, select, cache_dir, claims, apart
-            )
+            results[i] = _or_failure(variant, project, checkout, select, cache_dir, claims, apart)
             # One at a time, it would have trained what the batch kept for it, as the lead did.
             results[i]["kept together"] = held is not None and i in held.kept_for
         took = [float(r["seconds"]) for j, r in results.items() if j != lead and "seconds" in r]
@@ -326,11 +324,11 @@ def run_batch(
     return [results[i] for i in range(len(variants))]
 
 
-def _or_failure(job: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
-    """A variant's result, or what it failed with (`"failed"`): one seed's failure costs no
-    other seed of its batch its fragment."""
+def _or_failure(*args: Any) -> dict[str, Any]:
+    """`run_variant(*args)`: a variant's result, or what it failed with (`"failed"`): one
+    seed's failure costs no other seed of its batch its fragment."""
     try:
-        return job(*args)
+        return run_variant(*args)
     except Exception as error:
         return {"failed": f"{type(error).__name__}: {error}"}
 
@@ -339,15 +337,13 @@ def _or_failure(job: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any
 class Held:
     """Runs trained together and not kept yet: the lead seed's (a run, or the error it
     failed with), to compare with what its session trains alone; the others', kept once they
-    agree. `lead`: which of the batch's seeds it is. `why_not`: why nothing was trained
-    together."""
+    agree. `lead`: which of the batch's seeds it is."""
 
-    training: Any = None
-    store: Store | None = None
-    first: TrainedRuns | None = None
+    training: Any
+    store: Store
+    first: TrainedRuns
     first_runs: dict[str, Any] = field(default_factory=dict)
     others: list[tuple[TrainedRuns, str, Any]] = field(default_factory=list)
-    why_not: str = ""
     lead: int = 0
     seeds: Sequence[TrainedRuns] = ()  # the batch's, in its order
     kept_for: set[int] = field(default_factory=set)  # the seeds whose runs it kept
@@ -359,9 +355,6 @@ class Held:
         lead seed's session did not train alone (a claim that failed before reading it, a
         run kept already) is trained by each seed's own session. What was found: "the same
         bits", or why nothing was kept."""
-        if self.why_not:
-            return self.why_not
-        assert self.store is not None and self.first is not None
         compared = [name for name in trained_alone if name in self.first_runs]
         if not compared:
             return "nothing to compare: the lead seed trained none of its runs alone"
@@ -450,18 +443,18 @@ def _session_without_runs(
 
 def _train_together(
     root: Path, variants: Sequence[Variant], cache: Path, expression: str | None, phases: Phases
-) -> Held:
+) -> Held | str:
     """The runs the claims read, of every variant, trained at once, but those already kept
     in the runs' cache of `cache`, and held (`Held`), the together training's progress told
-    to `phases`."""
+    to `phases`; or why nothing was trained together."""
     workshop = declared_in(root)
     if workshop.together is None or workshop.training is None or workshop.recipe is None:
-        return Held(why_not="not declared")
+        return "not declared"
     started = time.perf_counter()
     names = _runs_read(root, variants[0], expression, cache)
     collected = time.perf_counter()
     if not names:
-        return Held(why_not="nothing to train: the claims read no run")
+        return "nothing to train: the claims read no run"
     # As the engine imports it, before the workshop's code does; and before the session
     # below is timed, as what a later seed's session costs: that one finds torch imported
     # (a worker's first session importing it took 3.3 s against 0.6 s, and the sweep's
@@ -491,7 +484,7 @@ def _train_together(
     todo = to_train(batch, names, store, together)
     lead = lead_of(batch, todo)
     if lead is None:
-        return Held(why_not="nothing to train: every seed's runs were kept already")
+        return "nothing to train: every seed's runs were kept already"
     first = batch[lead]
     alone = [name for name in names if not store.has(first.key(name))]
     phases.note(alone_prior=sum(training.cost(name, first.recipe) for name in alone))

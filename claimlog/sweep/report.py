@@ -249,9 +249,8 @@ def changed(
         for axis in sorted(set(old) | set(new)):
             a, b = old.get(axis), new.get(axis)
             if a != b:
-                said_a = f"{a.k} of {a.n}" if a else "not measured"
-                said_b = f"{b.k} of {b.n}" if b else "not measured"
-                out.append(f"{claim}: {words.get(axis, axis)}: {said_a} -> {said_b}")
+                was, now = (f"{r.k} of {r.n}" if r else "not measured" for r in (a, b))
+                out.append(f"{claim}: {words.get(axis, axis)}: {was} -> {now}")
     return out
 
 

@@ -22,12 +22,10 @@ The plugin that runs it, where an update asks for it, is `claimlog.sweep.plugin`
 
 from __future__ import annotations
 
-import os
 import re
 from typing import TYPE_CHECKING
 
 from claimlog.evidence.fragments import FragmentStore
-from claimlog.store import Store
 
 if TYPE_CHECKING:
     import pytest
@@ -67,8 +65,7 @@ def bring_up_to_date(claims: ClaimSession, session: pytest.Session) -> None:
         "than this checkout's: computing it again, on each platform and seed the evidence "
         "holds that this machine computes"
     )
-    cache = getattr(session.config, "cache", None)
-    kept = Store(cache.mkdir(claims.cache.folder(EVIDENCE_CACHE))) if cache else None
+    kept = claims.cache.kept(EVIDENCE_CACHE)
     keys = claims.evidence.keys
     store = FragmentStore(places.fragments, keys, kept)
     restored = store.restore_kept()
@@ -98,7 +95,6 @@ def bring_up_to_date(claims: ClaimSession, session: pytest.Session) -> None:
     options = cluster.Sweep(
         seeds=_seeds_held(store),
         scheduler=session.config.getoption("claimlog_scheduler"),
-        workers=os.cpu_count() or 1,
         stale_only=True,
         new_reference=new_reference,
         cache=kept.folder.parent.parent if kept is not None else None,

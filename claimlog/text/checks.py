@@ -34,6 +34,7 @@ And both ways: the lines the text cites, and those it never does (`coverage`).
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -179,6 +180,11 @@ def may_misquote(reading: Reading, quote: Quote) -> bool:
     return True
 
 
+def apart(a: float, b: float) -> float:
+    """How far apart two numbers are, relative to the larger of them."""
+    return abs(a - b) / max(abs(a), abs(b), 1e-300)
+
+
 def _nearest(
     readings: Sequence[Reading], quoted: str, taken: Sequence[Reading] = ()
 ) -> Reading | None:
@@ -189,12 +195,12 @@ def _nearest(
     numeric = [r for r in numeric if r not in taken] or numeric
     if not numeric:
         return None
+    return min(numeric, key=lambda r: apart(float(r.number or 0), value))
 
-    def distance(r: Reading) -> float:
-        v = float(r.number or 0)
-        return abs(v - value) / max(abs(v), abs(value), 1e-300)
 
-    return min(numeric, key=distance)
+def _reads_as(seen: Seen, quoted: str) -> bool:
+    """Whether a value the sweep saw (not "never") reads as `quoted`."""
+    return seen.value is not None and rounds_to(quoted, float(seen.value))
 
 
 def _by_release(fragility: Fragility, evidence: ReadingEvidence, quoted: str) -> str:
@@ -204,9 +210,7 @@ def _by_release(fragility: Fragility, evidence: ReadingEvidence, quoted: str) ->
     prints = {r: s for r in releases if (s := fragility.on_release(evidence, r)) is not None}
     if len(prints) < 2 or evidence.platform_verdict == ROBUST:
         return ""  # a robust reading prints the same on every release: nothing to add
-    which = [
-        r for r, s in prints.items() if s.value is not None and rounds_to(quoted, float(s.value))
-    ]
+    which = [r for r, s in prints.items() if _reads_as(s, quoted)]
     printed = {s.printed for s in prints.values()}
     shown = (
         f"each prints {printed.pop()}"
@@ -237,16 +241,12 @@ def printed_by(evidence: ReadingEvidence, quoted: str) -> str:
     """Which platforms' value of a reading reads as `quoted`: "2 platforms of the sweep"
     ("and the published log" beside, where it printed it too); empty if no platform did.
     The published log alone is no platform: what it says, no torch here computed."""
-
-    def reads_as(seen: Seen) -> bool:
-        return seen.value is not None and rounds_to(quoted, float(seen.value))
-
-    swept = sum(1 for seen in evidence.platforms.values() if reads_as(seen))
+    swept = sum(1 for seen in evidence.platforms.values() if _reads_as(seen, quoted))
     if not swept:
         return ""
     said = f"{swept} platform{'s' if swept > 1 else ''} of the sweep"
     published = evidence.published
-    return said + (" and the published log" if published and reads_as(published) else "")
+    return said + (" and the published log" if published and _reads_as(published, quoted) else "")
 
 
 def _over_seeds(reading: Reading, evidence: ReadingEvidence | None, seeds: SeedWords) -> str | None:
@@ -368,12 +368,7 @@ def check(
                 f"printed {quoted} by {printers} (platform-dependent)"
                 + _by_release(fragility, evidence, quoted)
             )
-        elif (
-            elsewhere_platform
-            and evidence is not None
-            and evidence.reference.value is not None
-            and rounds_to(quoted, float(evidence.reference.value))
-        ):
+        elif elsewhere_platform and evidence is not None and _reads_as(evidence.reference, quoted):
             verdict.drift.append(
                 f"quotes {quoted} for {nearest.name!r}: here {nearest.printed}, on a platform "
                 f"new to the evidence, which computes otherwise; the reference prints {quoted}"
@@ -526,12 +521,6 @@ def coverage(
 
 def _ranges(numbers: Sequence[int]) -> str:
     """ "10-16, 25, 29": consecutive numbers as ranges."""
-    if not numbers:
-        return "none"
-    spans: list[list[int]] = []
-    for n in numbers:
-        if spans and n == spans[-1][-1] + 1:
-            spans[-1].append(n)
-        else:
-            spans.append([n])
-    return ", ".join(f"{s[0]}-{s[-1]}" if len(s) > 1 else str(s[0]) for s in spans)
+    by_run = itertools.groupby(enumerate(numbers), key=lambda pair: pair[1] - pair[0])
+    spans = [[n for _, n in run] for _, run in by_run]
+    return ", ".join(f"{s[0]}-{s[-1]}" if len(s) > 1 else str(s[0]) for s in spans) or "none"

@@ -96,11 +96,6 @@ _BOUND_BEFORE = re.compile(
 )
 
 
-def words_a_bound(before: str) -> bool:
-    """Whether the words just before a quoted number make it a bound ("by step 100")."""
-    return bool(_BOUND_BEFORE.search(before))
-
-
 def bound_worded(before: str, quoted: str) -> Bound | None:
     """The bound the words just before a quoted number make it ("by step 100": at most 100),
     or None where they make it a value."""

@@ -46,7 +46,7 @@ from claimlog.evidence.verdicts import Moved
 from claimlog.log.lines import CitedLine
 from claimlog.log.readings import Bound, Reading
 from claimlog.store import atomic_write
-from claimlog.text.checks import printed_by, says, written_like
+from claimlog.text.checks import apart, printed_by, says, written_like
 from claimlog.text.citations import KINDS, Citation, Quote, Uncited, where
 from claimlog.text.documents import Edit, rewritten
 from claimlog.text.prose import NOTHING_CITED
@@ -166,12 +166,7 @@ def _bounded(bound: Bound, moved: Sequence[Moved]) -> Moved | None:
         for m in moved
         if (before := _printed(_before(m))) is not None and bound.holds(before)
     ]
-
-    def distance(pair: tuple[Moved, float]) -> float:
-        t = bound.threshold
-        return abs(pair[1] - t) / max(abs(pair[1]), abs(t), 1e-300)
-
-    return min(held, key=distance)[0] if held else None
+    return min(held, key=lambda pair: apart(pair[1], bound.threshold))[0] if held else None
 
 
 def _copies(quoted: str, reading: Reading) -> bool:
