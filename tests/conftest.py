@@ -92,10 +92,17 @@ def _kernel_variables_left_as_found():
     """Every test leaves the kernel variables, and claimlog's note of those it set itself, as
     it found them: an in-process session under a variable a test set rewrites the note, and
     the tests after it in the same process took the reference's kernels for a user's choice
-    (a sweep's job on the native kernels kept them), failing by the order tests ran in."""
+    (a sweep's job on the native kernels kept them), failing by the order tests ran in.
+    torch's thread count, which an in-process session under `--torch-threads 2` sets as it
+    promises, is put back: a later test keys its runs by it (tests/test_runs.py), and found
+    it changed halfway when the workshop's training set it back to the variable's."""
     names = (*VARIABLES, SET_BY_CLAIMLOG)
     before = {name: os.environ.get(name) for name in names}
+    torch = sys.modules.get("torch")
+    threads = torch.get_num_threads() if torch is not None else None
     yield
+    if torch is not None and threads is not None:
+        torch.set_num_threads(threads)
     after = {name: os.environ.get(name) for name in names}
     changed = {name: (before[name], after[name]) for name in names if before[name] != after[name]}
     assert not changed, f"the test changed the kernel variables (before, after): {changed}"
