@@ -273,7 +273,8 @@ def test_an_update_on_a_new_reference_finds_what_it_computed_there_kept(tmp_path
     computed = FragmentStore(record, edited, kept=cache).write(here)
     computed.unlink()  # rolled back: the record as committed
     again = FragmentStore(record, edited, kept=cache)
-    assert again.restore_kept() == [computed]
+    assert again.restore_kept() == []  # another update adds no platform the record lacks
+    assert again.restore_kept(new_reference=here.platform_id) == [computed]
     assert again.to_compute(here.platform_id, "init-seed-1") == []
 
 

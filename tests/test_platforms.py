@@ -151,6 +151,33 @@ def standing_settings(**changes):
     return dataclasses.replace(plain, **changes)
 
 
+def test_an_update_moves_the_reference_only_where_it_computes_as_the_references_jobs_would():
+    """An update on a platform other than the recorded reference records this machine as the
+    reference, and its sweep computes the reference's own evidence here
+    (`claimlog.sweep.updating`), only where this session computes as those jobs would: under
+    another thread count, the native kernels, kernels the user chose, or on `--scheduler`'s
+    machines, they land on other platforms than the session's, and the reference stays."""
+    import dataclasses
+
+    from claimlog.platform import Platform
+    from claimlog.sweep.updating import becomes_reference
+
+    reference = Platform.from_json(
+        json.loads((ROOT / "snapshots" / "environment.json").read_text())
+    )
+    zen = dataclasses.replace(reference, fingerprint="7df137a53490")  # MKL's other path, say
+    update = standing_settings(update=True)
+    assert becomes_reference(zen, reference, update, None)
+    assert not becomes_reference(reference, reference, update, None)
+    two = standing_settings(update=True, torch_threads=2)
+    assert not becomes_reference(dataclasses.replace(zen, threads=2), reference, two, None)
+    native = standing_settings(update=True, native_kernels=True)
+    assert not becomes_reference(zen, reference, native, None)
+    chosen = standing_settings(update=True, kernels={"MKL_CBWR": "user"})
+    assert not becomes_reference(zen, reference, chosen, None)
+    assert not becomes_reference(zen, reference, update, "tcp://10.0.0.1:8786")
+
+
 @pytest.mark.slow
 def test_a_changed_recipe_fails_exactly_on_the_reference_and_the_evidence_is_stale(tmp_path):
     """lr 0.5 -> 0.45 in a copy of bnvg: every eval-bug claim reads the moved batch-norm

@@ -301,15 +301,16 @@ class FragmentStore:
                 self.kept.put(key, encoded, {"platform": platform, "variant": variant})
         return path
 
-    def restore_kept(self) -> list[Path]:
+    def restore_kept(self, new_reference: str | None = None) -> list[Path]:
         """Bring each fragment of the folder up to what `kept` holds of it: the claims it
         holds stale there and fresh here (an earlier update's sweep computed them, and that
-        update did not complete). A variant the folder holds on no platform is not added:
-        what the evidence covers is the sweep's to decide; one it holds on another platform is
-        (an update on a new reference computed the reference's own variants on it). Returns
-        the fragments brought up to date."""
+        update did not complete). A fragment the folder lacks is not added, what the evidence
+        covers being the sweep's to decide; but on `new_reference`, the platform an update
+        records as the reference, one of a variant the folder holds elsewhere is (that update
+        computed the reference's own variants on it). Returns the fragments brought up to
+        date."""
         restored = []
-        held = self.variants()
+        held = self.variants() if new_reference is not None else set()
         for key in self.kept.keys() if self.kept is not None else []:
             assert self.kept is not None
             entry = self.kept.get(key)
@@ -317,7 +318,7 @@ class FragmentStore:
                 continue  # damaged: computed again, as if never kept
             platform, variant = str(entry.about["platform"]), str(entry.about["variant"])
             path = self.path(platform, variant)
-            if variant not in held:
+            if not path.exists() and not (platform == new_reference and variant in held):
                 continue
             try:
                 fresh = Fragment.from_json(json.loads(gzip.decompress(entry.content))).fresh(

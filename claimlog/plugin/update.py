@@ -55,6 +55,7 @@ class Update:
     def __init__(self, session: ClaimSession) -> None:
         self.session = session
         self.transaction: Transaction | None = None
+        self.evidence_of = ""  # the platform the sweep's tables had for reference, at the start
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -68,6 +69,7 @@ class Update:
         features = session.config.hook.pytest_claimlog_update_documents(session=self.session)
         transaction.begin([*(d for found in features for d in found), *places.generated_pages])
         self.transaction = transaction
+        self.evidence_of = self.session.evidence.committed_fragility().reference
 
     def before(self, path: Path) -> Path:
         """Where the record's file `path` is as it was before this update began."""
@@ -87,6 +89,14 @@ class Update:
         if c.full(session) and c.log is not None and c.log.complete and c.platform:
             _record_reference(c, c.platform)
             _record_keys(c)
+        elif self.session.evidence.committed_fragility().reference != self.evidence_of:
+            # The update's sweep merged the evidence with this machine as the reference
+            # (`claimlog.sweep.updating`): the record may hold it only beside that reference.
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            c.summary.append(
+                "the evidence was merged with this machine as the reference, which only a full "
+                f"update in which every claim passes records: nothing is written ({UPDATE_COMMAND})"
+            )
         elif self.session.here.reference() is None and holds_snapshots(places):
             # The next run without --snapshot-update stops on it: say so now, and why.
             c.summary.append(

@@ -30,6 +30,8 @@ from claimlog.evidence.fragments import FragmentStore
 if TYPE_CHECKING:
     import pytest
 
+    from claimlog.platform import Platform
+    from claimlog.plugin.options import Settings
     from claimlog.plugin.session import ClaimSession
 
 EVIDENCE_CACHE = "evidence"  # the fragments an update computed, in pytest's cache
@@ -68,13 +70,6 @@ def bring_up_to_date(claims: ClaimSession, session: pytest.Session) -> None:
     kept = claims.cache.kept(EVIDENCE_CACHE)
     keys = claims.evidence.keys
     store = FragmentStore(places.fragments, keys, kept)
-    restored = store.restore_kept()
-    if restored:
-        n = len(restored)
-        say(
-            f"reused {n} fragment{'s' if n != 1 else ''} an earlier update computed from "
-            "this code (kept in pytest's cache)"
-        )
     try:
         from claimlog.sweep import cluster
     except ImportError as error:  # the engine's sweep extra is not installed
@@ -82,19 +77,24 @@ def bring_up_to_date(claims: ClaimSession, session: pytest.Session) -> None:
             f"computing the stale evidence needs Dask ({error}): pip install "
             "'claimlog[sweep]', or update with --no-sweep"
         ) from None
-    # On a platform other than the recorded reference, the update records this machine's
-    # numbers as the reference (`Controller._record_reference`): its evidence is of this one.
     here, recorded = claims.here.platform, claims.here.reference()
-    was = recorded.id if recorded is not None else here.id
-    new_reference = was != here.id
-    if new_reference:
+    scheduler = session.config.getoption("claimlog_scheduler")
+    new_reference = becomes_reference(here, recorded, s, scheduler)
+    restored = store.restore_kept(here.id if new_reference else None)
+    if restored:
+        n = len(restored)
         say(
-            f"this machine becomes the reference ({here.id}, not {was}): the reference's "
-            "own evidence is computed on it"
+            f"reused {n} fragment{'s' if n != 1 else ''} an earlier update computed from "
+            "this code (kept in pytest's cache)"
+        )
+    if new_reference and recorded is not None:
+        say(
+            f"this machine becomes the reference ({here.id}, not {recorded.id}): the "
+            "reference's own evidence is computed on it"
         )
     options = cluster.Sweep(
         seeds=_seeds_held(store),
-        scheduler=session.config.getoption("claimlog_scheduler"),
+        scheduler=scheduler,
         stale_only=True,
         new_reference=new_reference,
         cache=kept.folder.parent.parent if kept is not None else None,
@@ -116,6 +116,23 @@ def bring_up_to_date(claims: ClaimSession, session: pytest.Session) -> None:
     for line in said:
         say(line)
     claims.evidence.changed()
+
+
+def becomes_reference(
+    here: Platform, recorded: Platform | None, s: Settings, scheduler: str | None
+) -> bool:
+    """Whether this update's sweep computes the reference's own evidence on `here`: on a
+    platform other than the `recorded` reference, the update records this machine's numbers
+    as the reference (`claimlog.plugin.update`), so its evidence is of this one. Only where
+    this session computes as the reference's own jobs would (the reference kernels and its
+    threads, on this machine): under other settings, or on `--scheduler`'s machines, those
+    jobs land on other platforms than this session's, and the reference stays."""
+    return (
+        recorded is not None
+        and recorded.id != here.id
+        and here.threads == recorded.threads
+        and not (s.native_kernels or scheduler or "user" in s.kernels.values())
+    )
 
 
 def _seeds_held(store: FragmentStore) -> int:
