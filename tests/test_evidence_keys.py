@@ -274,7 +274,9 @@ def test_an_update_on_a_new_reference_finds_what_it_computed_there_kept(tmp_path
     computed.unlink()  # rolled back: the record as committed
     again = FragmentStore(record, edited, kept=cache)
     assert again.restore_kept() == []  # another update adds no platform the record lacks
-    assert again.restore_kept(new_reference=here.platform_id) == [computed]
+    another_torch = {**elsewhere, "torch": "2.14.0+cpu"}  # kept from before an upgrade, say
+    assert again.restore_kept(new_reference=another_torch) == []
+    assert again.restore_kept(new_reference=elsewhere) == [computed]
     assert again.to_compute(here.platform_id, "init-seed-1") == []
 
 

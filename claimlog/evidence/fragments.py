@@ -301,14 +301,14 @@ class FragmentStore:
                 self.kept.put(key, encoded, {"platform": platform, "variant": variant})
         return path
 
-    def restore_kept(self, new_reference: str | None = None) -> list[Path]:
+    def restore_kept(self, new_reference: Mapping[str, Any] | None = None) -> list[Path]:
         """Bring each fragment of the folder up to what `kept` holds of it: the claims it
         holds stale there and fresh here (an earlier update's sweep computed them, and that
         update did not complete). A fragment the folder lacks is not added, what the evidence
-        covers being the sweep's to decide; but on `new_reference`, the platform an update
-        records as the reference, one of a variant the folder holds elsewhere is (that update
-        computed the reference's own variants on it). Returns the fragments brought up to
-        date."""
+        covers being the sweep's to decide; but under an update that records a new reference
+        (`new_reference`, its identity), one of a variant the folder holds elsewhere is, if
+        the same torch and numpy computed it on the same machine (that update computed the
+        reference's own variants there). Returns the fragments brought up to date."""
         restored = []
         held = self.variants() if new_reference is not None else set()
         for key in self.kept.keys() if self.kept is not None else []:
@@ -318,13 +318,17 @@ class FragmentStore:
                 continue  # damaged: computed again, as if never kept
             platform, variant = str(entry.about["platform"]), str(entry.about["variant"])
             path = self.path(platform, variant)
-            if not path.exists() and not (platform == new_reference and variant in held):
-                continue
             try:
                 fresh = Fragment.from_json(json.loads(gzip.decompress(entry.content))).fresh(
                     self.current
                 )
             except (ValueError, KeyError, TypeError, EOFError, OSError):
+                continue
+            software = ("machine", "torch", "numpy", "numpy simd")
+            ours = new_reference is not None and all(
+                fresh.platform.get(k) == new_reference.get(k) for k in software
+            )
+            if not path.exists() and not (ours and variant in held):
                 continue
             if set(fresh.keys) & set(self.to_compute(platform, variant)):
                 self.write(fresh)

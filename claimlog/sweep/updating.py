@@ -80,7 +80,7 @@ def bring_up_to_date(claims: ClaimSession, session: pytest.Session) -> None:
     here, recorded = claims.here.platform, claims.here.reference()
     scheduler = session.config.getoption("claimlog_scheduler")
     new_reference = becomes_reference(here, recorded, s, scheduler)
-    restored = store.restore_kept(here.id if new_reference else None)
+    restored = store.restore_kept(here.identity() if new_reference else None)
     if restored:
         n = len(restored)
         say(
