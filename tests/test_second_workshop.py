@@ -9,6 +9,8 @@ snapshots, the log and the text's quotes, all at once. It is ordinary PyTorch (`
 CPU: tests/test_fingerprint.py runs it on both of MKL's paths.
 """
 
+import dataclasses
+import json
 import re
 import subprocess
 import sys
@@ -172,3 +174,101 @@ def test_an_update_that_moves_the_reference_writes_nothing_unless_it_records_it(
     )
     assert all(p.is_file() and p.read_bytes() == b for p, b in before.items())
     assert "nothing of it was written" in said
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mkl_path", ["", "zen"], ids=["this-cpus-mkl-path", "mkl-zen-path"])
+def test_an_edit_that_changes_the_kernels_names_the_evidence_by_them(tmp_path, request, mkl_path):
+    """A platform is named by what the workshop's kernels give there, and a narrower net calls
+    other kernels (other shapes): a fingerprint of the old kernels compares with none of the
+    new. So the update that records them names each fragment of this machine's platforms by
+    what the new kernels give here, retires another machine's (only that machine can say
+    which platform its numbers are of now), and merges the tables again: the sweep after it
+    finds every fragment there, and no platform is held under two names. Under MKL's Zen path
+    the same update also makes this machine the reference (its bits are not the record's)."""
+    from claimlog.evidence.fragments import FragmentStore
+    from claimlog.platform import Platform
+
+    variables = {"PYTHONPATH": str(tmp_path / WORKSHOP.name)}
+    if mkl_path:
+        variables["LD_PRELOAD"] = str(request.getfixturevalue("mkl_paths")[mkl_path])
+    copy, env = workshop_copy(WORKSHOP, tmp_path, **variables)
+
+    def run(*args):
+        done = subprocess.run([sys.executable, *args], cwd=copy, env=env, capture_output=True)
+        said = done.stdout.decode() + done.stderr.decode()
+        assert done.returncode == 0, said[-3000:]
+        return said
+
+    fragments = copy / "snapshots" / "evidence" / "fragments"
+    for seed in fragments.rglob("*-seed-*.json.gz"):
+        if not seed.name.endswith("-seed-1.json.gz"):
+            seed.unlink()  # one seed, for the suite's sake: the machinery is the same
+    run("-m", "claimlog.sweep", "--merge-only")
+    experiment = copy / "dropout" / "experiment.py"
+    experiment.write_text(experiment.read_text().replace("width: int = 64", "width: int = 48", 1))
+
+    # Another machine's fragment of the edited code, as its sweep wrote it before this
+    # update: MKL's path on an Intel Xeon, fingerprinted by the kernels the record names.
+    keys = run(
+        "-c",
+        "import json, pathlib\n"
+        "from claimlog.evidence.keys import claim_keys\n"
+        "from claimlog.places import Places\n"
+        "from dropout.workshop import DECLARATION\n"
+        "print(json.dumps(claim_keys(Places(pathlib.Path.cwd()), DECLARATION)))",
+    )
+    store = FragmentStore(fragments, {})
+    theirs = store.read(next(fragments.glob("*/mkl-auto.json.gz")))
+    intel = {**theirs.platform, "cpu": "GenuineIntel family 6 model 207 (Intel Xeon)"}
+    intel["fingerprint"] = "0123456789ab"
+    keys = json.loads(next(line for line in keys.splitlines() if line.startswith("{")))
+    store.write(dataclasses.replace(theirs, platform=intel, keys=keys))
+    intel_fragment = fragments / Platform.from_json(intel).id / "mkl-auto.json.gz"
+    assert intel_fragment.is_file()
+
+    said = run("-m", "pytest", "--snapshot-update")
+    assert re.search(r"the workshop calls other kernels \(\d+ of the \d+ recorded no longer", said)
+    named = re.search(
+        r"named (\d+) fragments of this machine's platforms by the fingerprints", said
+    )
+    assert named, said[-3000:]
+    retired = intel_fragment.relative_to(copy)
+    assert f"retired {retired}: another machine's, fingerprinted by the old kernels" in said
+    assert not intel_fragment.exists()
+
+    # Every fragment is named by the kernels the record now names: the sweep finds them all
+    # there, computes nothing, and adds no platform.
+    folders = sorted(p.name for p in fragments.iterdir())
+    assert len(list(fragments.glob("*/*.json.gz"))) == int(named[1])
+    said = run("-m", "claimlog.sweep", "--seeds", "1")
+    assert f"nothing to compute: all {named[1]} fragments are there" in said
+    assert sorted(p.name for p in fragments.iterdir()) == folders
+    reference = Platform.from_json(
+        json.loads((copy / "snapshots" / "environment.json").read_text())
+    )
+    fragility = json.loads((copy / "snapshots" / "evidence" / "fragility.json").read_text())
+    assert fragility["reference"] == f"{reference.id}/workshop"
+    said = run("-m", "pytest")
+    assert any(
+        line.startswith("dropout: the reference platform") and "the evidence is fresh" in line
+        for line in said.splitlines()
+    ), said[-3000:]
+
+
+def test_an_update_that_cannot_name_the_evidence_by_new_kernels_writes_nothing(dropout):
+    """Without the sweep's plugin nothing names the evidence's platforms by the kernels an
+    edit made the workshop call: the update writes nothing rather than keep platforms under
+    names no fingerprint of today compares with."""
+    experiment = dropout.path / "dropout" / "experiment.py"
+    experiment.write_text(experiment.read_text().replace("width: int = 64", "width: int = 48", 1))
+    before = {p: p.read_bytes() for p in dropout.path.rglob("*") if p.is_file()}
+    off = ("-p", "no:claimlog.sweep", "-p", "no:claimlog.evidence", "-p", "no:claimlog.text")
+    said = dropout("-m", "pytest", "--snapshot-update", *off, passes=False)
+    assert (
+        "the workshop calls other kernels than the record names, so the evidence's platforms, "
+        "fingerprinted by the old ones, compare with none of today's, and nothing here names "
+        "them again" in said
+    )
+    assert "nothing of it was written" in said
+    assert all(p.read_bytes() == b for p, b in before.items())

@@ -301,6 +301,27 @@ class FragmentStore:
                 self.kept.put(key, encoded, {"platform": platform, "variant": variant})
         return path
 
+    def rename(self, path: Path, fingerprint: str) -> Path:
+        """Name the fragment at `path` by the `fingerprint` its platform gives now: the
+        workshop calls other kernels since it was computed, and the fingerprint replays them
+        (`claimlog.sweep.updating.rename_platforms`). Written whole under its new platform,
+        fresh and stale parts alone, kept there in pytest's cache in place of the old name,
+        and removed where it was. Returns where it is now."""
+        fragment = self.read(path)
+        renamed = replace(fragment, platform={**fragment.platform, "fingerprint": fingerprint})
+        platform, variant = renamed.platform_id, renamed.variant.name
+        target, encoded = self.path(platform, variant), renamed.encode()
+        with replacing(target) as tmp:
+            tmp.write_bytes(encoded)
+        if self.kept is not None:
+            key, old = _kept_key(platform, variant), _kept_key(path.parent.name, variant)
+            with self.kept.lock(key):
+                self.kept.put(key, encoded, {"platform": platform, "variant": variant})
+            self.kept.discard(old)
+        if target != path:
+            path.unlink()
+        return target
+
     def restore_kept(self, new_reference: Mapping[str, Any] | None = None) -> list[Path]:
         """Bring each fragment of the folder up to what `kept` holds of it: the claims it
         holds stale there and fresh here (an earlier update's sweep computed them, and that

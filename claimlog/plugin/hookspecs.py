@@ -44,6 +44,20 @@ def pytest_claimlog_finish(controller: Controller, session: pytest.Session) -> N
     feature writes what follows from the log here, inside the update's transaction."""
 
 
+@hookspec(firstresult=True)
+def pytest_claimlog_kernels_changed(
+    session: ClaimSession, before: list[str], after: list[str], reference: str
+) -> list[str] | None:
+    """A full update recorded other kernels than the record named (`before`, now `after`): an
+    edit made the workshop call others, another shape, say. Every platform the evidence
+    names was fingerprinted by `before`, and none can be compared with one fingerprinted by
+    `after`. The feature that holds the evidence names each fragment again by `after` where
+    it can, retires the rest, and merges the tables with `reference` for reference, inside
+    the update's transaction; it returns what it says of it. None, where no feature answers:
+    the update then writes nothing."""
+    raise NotImplementedError
+
+
 @hookspec
 def pytest_claimlog_summary(controller: Controller) -> list[tuple[str, list[str]]]:
     """Sections of the terminal summary, each a title and its lines, after what moved and

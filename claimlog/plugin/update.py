@@ -87,8 +87,11 @@ class Update:
 
         c, places = controller, self.session.settings.places
         if c.full(session) and c.log is not None and c.log.complete and c.platform:
-            _record_reference(c, c.platform)
+            refused = _record_reference(c, c.platform)
             _record_keys(c)
+            if refused:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+                c.summary.append(refused)
         elif self.session.evidence.committed_fragility().reference != self.evidence_of:
             # The update's sweep merged the evidence with this machine as the reference
             # (`claimlog.sweep.updating`): the record may hold it only beside that reference.
@@ -138,12 +141,13 @@ class Update:
             transaction.release()
 
 
-def _record_reference(c: Controller, computed_on: Platform) -> None:
+def _record_reference(c: Controller, computed_on: Platform) -> str | None:
     """A full update re-records every number: the reference is now the identity of the
     platform that computed them, its fingerprint made of the kernels this session's
     computations called, replayed here (`claimlog.kernels`). On any machine of the same
     platform the file keeps its bytes; another identity (another torch, say) is said, with
-    both."""
+    both. Where the kernels themselves changed, the evidence's platforms are named again by
+    them (`pytest_claimlog_kernels_changed`); why the update writes nothing, if it cannot."""
     from claimlog import platform
     from claimlog.kernels import fingerprint, kernel_bits, reference_kernels
     from claimlog.store import atomic_write
@@ -158,13 +162,32 @@ def _record_reference(c: Controller, computed_on: Platform) -> None:
     kept = reference_kernels(s.places.environment)
     if before is not None and before.identity() == now.identity() and kept == bits:
         c.summary.append(f"the reference identity is unchanged ({now.id})")
-        return
+        return None
     identity = {**now.identity(), **({platform.KERNELS: bits} if bits else {})}
     atomic_write(s.places.environment, json.dumps(identity, indent=2, sort_keys=True) + "\n")
     _keep_for_the_next_run(c, keyed_by, computed_on)
     if before is None:
         c.summary.append(f"recorded the reference: {now.describe()}")
-        return
+        return None
+    if kept and set(kept) != set(bits) and any(s.places.fragments.glob("*/*")):
+        # The fingerprints the evidence's platforms are named by replayed the old kernels.
+        said = c.config.hook.pytest_claimlog_kernels_changed(
+            session=session, before=sorted(kept), after=sorted(bits), reference=now.id
+        )
+        if said is None:
+            return (
+                "the workshop calls other kernels than the record names, so the evidence's "
+                "platforms, fingerprinted by the old ones, compare with none of today's, and "
+                "nothing here names them again (claimlog.sweep does, with the engine's sweep "
+                "extra): nothing is written"
+            )
+        gone, new = len(set(kept) - set(bits)), len(set(bits) - set(kept))
+        c.summary.append(
+            f"the workshop calls other kernels ({gone} of the {len(kept)} recorded no longer, "
+            f"{new} new): the reference is fingerprinted by them, {now.describe()} ({now.id})"
+        )
+        c.summary.extend(said)
+        return None
     # The update's sweep computed the reference's own evidence on it, where some was stale
     # (`claimlog.sweep.updating`); else the evidence is still the old one's.
     held = session.evidence.committed_fragility().reference.startswith(f"{now.id}/")
@@ -177,6 +200,7 @@ def _record_reference(c: Controller, computed_on: Platform) -> None:
             else "the evidence of the old reference is stale: " + session.workshop.sweep_command
         )
     )
+    return None
 
 
 def _record_keys(c: Controller) -> None:

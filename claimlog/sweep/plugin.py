@@ -114,3 +114,15 @@ class UpdateSweep:
             from claimlog.sweep.updating import bring_up_to_date
 
             bring_up_to_date(self.session, session)
+
+    def pytest_claimlog_kernels_changed(
+        self, before: list[str], after: list[str], reference: str
+    ) -> list[str] | None:
+        """A full update recorded other kernels: the evidence's platforms named again by them
+        (`claimlog.sweep.updating.rename_platforms`), whether or not this update swept."""
+        try:
+            from claimlog.sweep.updating import rename_platforms
+
+            return rename_platforms(self.session, before, after, reference)
+        except ImportError:  # the engine's sweep extra (Dask) is not installed
+            return None

@@ -118,6 +118,54 @@ def bring_up_to_date(claims: ClaimSession, session: pytest.Session) -> None:
     claims.evidence.changed()
 
 
+def rename_platforms(
+    claims: ClaimSession, before: list[str], after: list[str], reference: str
+) -> list[str]:
+    """Under a full update that records other kernels than the record named (`before`, now
+    `after`; `pytest_claimlog_kernels_changed`): the evidence's platforms were fingerprinted
+    by the old kernels, and none can be compared with a platform fingerprinted by the new.
+    Those this machine computes are named again: a fragment of a variant that lies on the
+    platform this machine gives it under `before` is this machine's to name, by what the
+    variant gives here under `after` (its numbers are what this machine computes either way).
+    The others are another machine's, and retired: only there can it be said which platform
+    they are of now. Then the tables are merged again, with `reference` for reference."""
+    from claimlog.sweep import cluster, merge
+
+    places = claims.settings.places
+    kept = claims.cache.kept(EVIDENCE_CACHE)
+    store = FragmentStore(places.fragments, claims.evidence.keys, kept)
+    cache = kept.folder.parent.parent if kept is not None else places.root / ".pytest_cache"
+    old, new = cluster.machine_here(cache, before), cluster.machine_here(cache, after)
+    renamed, retired = 0, []
+    for path in store.paths():
+        variant = store.read(path).variant
+        fingerprint = new.runs(variant).fingerprint
+        if old.runs(variant).id == path.parent.name and fingerprint:
+            store.rename(path, fingerprint)
+            renamed += 1
+        else:
+            path.unlink()
+            retired.append(path.relative_to(places.root))
+    for folder in sorted(places.fragments.iterdir()):
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+    said = [
+        f"named {renamed} fragment{'s' if renamed != 1 else ''} of this machine's platforms by "
+        "the fingerprints the new kernels give here"
+    ]
+    said += [
+        f"retired {path}: another machine's, fingerprinted by the old kernels (the sweep "
+        "computes it again there)"
+        for path in retired
+    ]
+    try:
+        said += merge.merge_and_write(places, claims.workshop, reference)
+    except ValueError as error:  # --no-sweep left the evidence stale: the sweep merges it
+        said.append(f"the tables are not merged again ({error})")
+    claims.evidence.changed()
+    return said
+
+
 def becomes_reference(
     here: Platform, recorded: Platform | None, s: Settings, scheduler: str | None
 ) -> bool:
