@@ -125,11 +125,6 @@ class Store:
             self.put(new_key, found.content, {**found.about, **about})
         return True
 
-    def discard(self, key: str) -> None:
-        """Forget the entry of `key`, if there is one: its description (the commit) first."""
-        for path in reversed(self._paths(key)):
-            path.unlink(missing_ok=True)
-
     def put(self, key: str, content: bytes, about: Mapping[str, Any]) -> None:
         """Write an entry: the content first, its description (the commit) last."""
         content_path, about_path = self._paths(key)

@@ -305,19 +305,14 @@ class FragmentStore:
         """Name the fragment at `path` by the `fingerprint` its platform gives now: the
         workshop calls other kernels since it was computed, and the fingerprint replays them
         (`claimlog.sweep.updating.rename_platforms`). Written whole under its new platform,
-        fresh and stale parts alone, kept there in pytest's cache in place of the old name,
-        and removed where it was. Returns where it is now."""
+        fresh and stale parts alone, and removed where it was; returns where it is now.
+        pytest's cache keeps it under its old name: the update that renames it may yet roll
+        back, and the next then finds there what its sweep computed (`restore_kept`)."""
         fragment = self.read(path)
         renamed = replace(fragment, platform={**fragment.platform, "fingerprint": fingerprint})
-        platform, variant = renamed.platform_id, renamed.variant.name
-        target, encoded = self.path(platform, variant), renamed.encode()
+        target = self.path(renamed.platform_id, renamed.variant.name)
         with replacing(target) as tmp:
-            tmp.write_bytes(encoded)
-        if self.kept is not None:
-            key, old = _kept_key(platform, variant), _kept_key(path.parent.name, variant)
-            with self.kept.lock(key):
-                self.kept.put(key, encoded, {"platform": platform, "variant": variant})
-            self.kept.discard(old)
+            tmp.write_bytes(renamed.encode())
         if target != path:
             path.unlink()
         return target

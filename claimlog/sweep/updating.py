@@ -136,16 +136,21 @@ def rename_platforms(
     store = FragmentStore(places.fragments, claims.evidence.keys, kept)
     cache = kept.folder.parent.parent if kept is not None else places.root / ".pytest_cache"
     old, new = cluster.machine_here(cache, before), cluster.machine_here(cache, after)
-    renamed, retired = 0, []
+    # Every move is planned before any is made: a fragment renamed is never taken for one
+    # still to judge.
+    renames, retired = {}, []
     for path in store.paths():
         variant = store.read(path).variant
         fingerprint = new.runs(variant).fingerprint
         if old.runs(variant).id == path.parent.name and fingerprint:
-            store.rename(path, fingerprint)
-            renamed += 1
+            renames[path] = fingerprint
         else:
-            path.unlink()
-            retired.append(path.relative_to(places.root))
+            retired.append(path)
+    for path in retired:
+        path.unlink()
+    for path, fingerprint in renames.items():
+        store.rename(path, fingerprint)
+    renamed = len(renames)
     for folder in sorted(places.fragments.iterdir()):
         if folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
@@ -154,8 +159,8 @@ def rename_platforms(
         "the fingerprints the new kernels give here"
     ]
     said += [
-        f"retired {path}: another machine's, fingerprinted by the old kernels (the sweep "
-        "computes it again there)"
+        f"retired {path.relative_to(places.root)}: another machine's, fingerprinted by the "
+        "old kernels (the sweep computes it again there)"
         for path in retired
     ]
     try:
