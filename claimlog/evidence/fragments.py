@@ -317,6 +317,12 @@ class FragmentStore:
             path.unlink()
         return target
 
+    def drop_empty_platforms(self) -> None:
+        """Remove each platform's folder that no fragment is left in."""
+        for folder in sorted(self.folder.iterdir()) if self.folder.is_dir() else ():
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+
     def restore_kept(self, new_reference: Mapping[str, Any] | None = None) -> list[Path]:
         """Bring each fragment of the folder up to what `kept` holds of it: the claims it
         holds stale there and fresh here (an earlier update's sweep computed them, and that

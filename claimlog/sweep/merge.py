@@ -326,9 +326,7 @@ def retire_stale(places: Places, store: FragmentStore) -> list[str]:
             f"{path.relative_to(places.root)} (nobody knows which bits its kernels gave; "
             "measure it again on its machine)"
         )
-    for folder in sorted(store.folder.iterdir()) if store.folder.is_dir() else ():
-        if folder.is_dir() and not any(folder.iterdir()):  # a platform left with nothing
-            folder.rmdir()
+    store.drop_empty_platforms()
     return said
 
 

@@ -121,8 +121,9 @@ class UpdateSweep:
         """A full update recorded other kernels: the evidence's platforms named again by them
         (`claimlog.sweep.updating.rename_platforms`), whether or not this update swept."""
         try:
-            from claimlog.sweep.updating import rename_platforms
-
-            return rename_platforms(self.session, before, after, reference)
-        except ImportError:  # the engine's sweep extra (Dask) is not installed
+            from claimlog.sweep import cluster  # noqa: F401  (Dask, which the renaming asks)
+        except ImportError:  # the engine's sweep extra is not installed: nobody answers
             return None
+        from claimlog.sweep.updating import rename_platforms
+
+        return rename_platforms(self.session, before, after, reference)

@@ -132,8 +132,10 @@ def rename_platforms(
     from claimlog.sweep import cluster, merge
 
     places = claims.settings.places
+    # pytest's cache is only read here (the fingerprints the sweep kept): what the update's
+    # sweep kept stays under the names it computed, in case the update rolls back.
+    store = FragmentStore(places.fragments, claims.evidence.keys)
     kept = claims.cache.kept(EVIDENCE_CACHE)
-    store = FragmentStore(places.fragments, claims.evidence.keys, kept)
     cache = kept.folder.parent.parent if kept is not None else places.root / ".pytest_cache"
     old, new = cluster.machine_here(cache, before), cluster.machine_here(cache, after)
     # Every move is planned before any is made: a fragment renamed is never taken for one
@@ -150,13 +152,11 @@ def rename_platforms(
         path.unlink()
     for path, fingerprint in renames.items():
         store.rename(path, fingerprint)
-    renamed = len(renames)
-    for folder in sorted(places.fragments.iterdir()):
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
+    store.drop_empty_platforms()
+    n = len(renames)
     said = [
-        f"named {renamed} fragment{'s' if renamed != 1 else ''} of this machine's platforms by "
-        "the fingerprints the new kernels give here"
+        f"named {n} fragment{'s' if n != 1 else ''} of this machine's platforms by the "
+        "fingerprints the new kernels give here"
     ]
     said += [
         f"retired {path.relative_to(places.root)}: another machine's, fingerprinted by the "
